@@ -1,0 +1,1 @@
+"""Bit-exact codecs (installed as npu_emu.dtypes)."""

@@ -1,0 +1,1 @@
+"""Per-op kernel packages (installed as ``npu_emu.kernels``): tiling.py = op_host, kernel.py = op_kernel."""
