@@ -1,0 +1,363 @@
+"""Shared front-end plumbing: input normalisation, dtype names, the aclnn executor, traces, memory guard.
+
+Every public entry (npu_emu.ops, npu_emu.aclnn, the CLI) goes through these so that bad input is rejected with
+an AclnnError before any numba code runs (spec README §4).
+"""
+
+import os
+from dataclasses import dataclass, field
+
+import ml_dtypes
+import numpy as np
+
+from npu_emu.errors import (
+    ACLNN_ERR_INNER,
+    ACLNN_ERR_PARAM_INVALID,
+    ACLNN_ERR_PARAM_NULLPTR,
+    ACLNN_ERR_RUNTIME_ERROR,
+    ACLNN_SUCCESS,
+    AclnnError,
+)
+
+# ---------------------------------------------------------------------------------------------------------------
+# dtype names
+# ---------------------------------------------------------------------------------------------------------------
+
+# aclDataType values (spec README §5; hicann/runtime: docs/api_docs/aclDataType.md).
+ACL_DTYPES = {
+    0: "float32", 1: "float16", 2: "int8", 3: "int32", 4: "uint8", 6: "int16", 7: "uint16", 8: "uint32",
+    9: "int64", 10: "uint64", 11: "float64", 12: "bool", 27: "bfloat16", 29: "int4", 34: "hifloat8",
+    35: "float8_e5m2", 36: "float8_e4m3fn", 37: "float8_e8m0", 40: "float4_e2m1", 41: "float4_e1m2",
+}
+ACL_CODES = {v: k for k, v in ACL_DTYPES.items()}
+
+_ALIASES = {
+    "float": "float32", "fp32": "float32", "f32": "float32", "acl_float": "float32",
+    "half": "float16", "fp16": "float16", "f16": "float16", "acl_float16": "float16",
+    "bf16": "bfloat16", "acl_bf16": "bfloat16",
+    "double": "float64", "fp64": "float64",
+    "hif8": "hifloat8", "acl_hifloat8": "hifloat8",
+    "float8_e4m3": "float8_e4m3fn", "fp8_e4m3fn": "float8_e4m3fn", "e4m3fn": "float8_e4m3fn", "e4m3": "float8_e4m3fn",
+    "fp8_e5m2": "float8_e5m2", "e5m2": "float8_e5m2",
+    "float8_e8m0fnu": "float8_e8m0", "fp8_e8m0": "float8_e8m0", "e8m0": "float8_e8m0",
+    "float4_e2m1fn": "float4_e2m1", "float4_e2m1fn_x2": "float4_e2m1", "fp4_e2m1": "float4_e2m1", "e2m1": "float4_e2m1",
+    "float4_e1m2fn_x2": "float4_e1m2", "fp4_e1m2": "float4_e1m2", "e1m2": "float4_e1m2",
+    "bool_": "bool",
+}
+
+# Storage dtype of each name on the numpy side: ml_dtypes where it has the type, else the uint8 bit view that
+# torch_npu also uses (HiF8, E8M0, packed FP4).
+_STORAGE = {
+    "float32": np.dtype(np.float32), "float16": np.dtype(np.float16), "float64": np.dtype(np.float64),
+    "bfloat16": np.dtype(ml_dtypes.bfloat16), "int8": np.dtype(np.int8), "uint8": np.dtype(np.uint8),
+    "int16": np.dtype(np.int16), "uint16": np.dtype(np.uint16), "int32": np.dtype(np.int32),
+    "uint32": np.dtype(np.uint32), "int64": np.dtype(np.int64), "uint64": np.dtype(np.uint64),
+    "bool": np.dtype(np.bool_), "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2), "float8_e8m0": np.dtype(np.uint8),
+    "hifloat8": np.dtype(np.uint8), "float4_e2m1": np.dtype(np.uint8), "float4_e1m2": np.dtype(np.uint8),
+    "int4": np.dtype(np.uint8),
+}
+
+_NUMPY_NAMES = {
+    np.dtype(ml_dtypes.float8_e8m0fnu): "float8_e8m0",
+    np.dtype(ml_dtypes.float4_e2m1fn): "float4_e2m1",
+    np.dtype(ml_dtypes.int4): "int4",
+}
+
+
+def _torch_dtype_name(d):
+    s = str(d)
+    if not s.startswith("torch."):
+        return None
+    s = s[len("torch."):]
+    return {"float": "float32", "half": "float16", "double": "float64", "long": "int64", "int": "int32",
+            "short": "int16", "float8_e8m0fnu": "float8_e8m0", "float4_e2m1fn_x2": "float4_e2m1"}.get(s, s)
+
+
+def resolve_dtype(d, what="dtype"):
+    """Canonical dtype name for a numpy/ml_dtypes dtype, a torch dtype, an aclDataType int or a name."""
+    if d is None:
+        raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what} is None; pass a dtype")
+    if isinstance(d, (bool, np.bool_)):
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}={d!r} is not a dtype")
+    if isinstance(d, (int, np.integer)):
+        if int(d) in ACL_DTYPES:
+            return ACL_DTYPES[int(d)]
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                         f"{what}={int(d)} is not an aclDataType value this emulator knows; "
+                         f"use one of {sorted(ACL_DTYPES)} or a name such as 'float16'")
+    if isinstance(d, str):
+        key = d.strip().lower()
+        if key.startswith("torch."):
+            key = key[len("torch."):]
+        key = _ALIASES.get(key, key)
+        if key in _STORAGE:
+            return key
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                         f"{what}={d!r} is not a known dtype name; use one of {sorted(_STORAGE)}")
+    name = _torch_dtype_name(d)
+    if name is not None:
+        return resolve_dtype(name, what)
+    try:
+        nd = np.dtype(d)
+    except TypeError:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}={d!r} is not a dtype") from None
+    if nd in _NUMPY_NAMES:
+        return _NUMPY_NAMES[nd]
+    for name, st in _STORAGE.items():
+        if st == nd and name not in ("float8_e8m0", "hifloat8", "float4_e2m1", "float4_e1m2", "int4"):
+            return name
+    raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}={nd} is not supported by npu-emu")
+
+
+def storage_dtype(name):
+    """numpy dtype used to hold values of the canonical dtype ``name``."""
+    return _STORAGE[resolve_dtype(name)]
+
+
+def dtype_name_of(arr):
+    """Canonical name of an array's own dtype (uint8 stays uint8: relabel with an explicit dtype argument)."""
+    return resolve_dtype(arr.dtype)
+
+
+def acl_code(name):
+    return ACL_CODES[resolve_dtype(name)]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# arrays in and out (numpy, ml_dtypes, torch CPU tensors)
+# ---------------------------------------------------------------------------------------------------------------
+
+def is_torch_tensor(x):
+    t = type(x)
+    return t.__module__.split(".")[0] == "torch" and hasattr(x, "detach")
+
+
+_TORCH_BITS = {  # torch dtypes numpy cannot hold: carried through as bit views
+    "torch.bfloat16": (np.uint16, ml_dtypes.bfloat16),
+    "torch.float8_e4m3fn": (np.uint8, ml_dtypes.float8_e4m3fn),
+    "torch.float8_e5m2": (np.uint8, ml_dtypes.float8_e5m2),
+    "torch.float8_e8m0fnu": (np.uint8, ml_dtypes.float8_e8m0fnu),
+    "torch.float4_e2m1fn_x2": (np.uint8, np.uint8),
+}
+
+
+@dataclass
+class Origin:
+    """How an argument arrived, so the result goes back the same way (torch in -> torch out)."""
+
+    torch: bool = False
+
+
+def as_array(x, name, *, origin=None):
+    """A C-contiguous numpy array for ``x``; None -> 161001 (aclnn's null check).
+
+    Non-contiguous inputs are copied, as the aclnn layer's Contiguous step does; the caller's data is never
+    modified (results are always written to fresh arrays first).
+    """
+    if x is None:
+        raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{name} is None (a null tensor in aclnn); pass an array")
+    if is_torch_tensor(x):
+        if origin is not None:
+            origin.torch = True
+        t = x.detach()
+        if t.device.type != "cpu":
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name} is on device {t.device}; move it to the CPU first")
+        t = t.contiguous()
+        key = str(t.dtype)
+        if key in _TORCH_BITS:
+            bits, view = _TORCH_BITS[key]
+            import torch  # only reached with a torch tensor in hand
+
+            itype = torch.uint8 if np.dtype(bits).itemsize == 1 else torch.int16
+            return t.view(itype).numpy().view(bits).view(view)
+        return t.numpy()
+    if isinstance(x, np.ndarray):
+        return np.ascontiguousarray(x)
+    if isinstance(x, (list, tuple, int, float, np.generic)):
+        return np.ascontiguousarray(np.asarray(x))
+    raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                     f"{name} must be a numpy array or a torch CPU tensor, not {type(x).__name__}")
+
+
+def to_user(arr, origin):
+    """Return ``arr`` as the caller's array type (numpy or torch), zero-copy where possible."""
+    if origin is None or not origin.torch:
+        return arr
+    import torch
+
+    nd = arr.dtype
+    special = {
+        np.dtype(ml_dtypes.bfloat16): (np.int16, torch.bfloat16),
+        np.dtype(ml_dtypes.float8_e4m3fn): (np.uint8, torch.float8_e4m3fn),
+        np.dtype(ml_dtypes.float8_e5m2): (np.uint8, torch.float8_e5m2),
+    }
+    if nd in special:
+        bits, tdt = special[nd]
+        return torch.from_numpy(np.ascontiguousarray(arr).view(bits)).view(tdt)
+    return torch.from_numpy(np.ascontiguousarray(arr))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# scalar arguments
+# ---------------------------------------------------------------------------------------------------------------
+
+def as_int(v, name):
+    if v is None:
+        raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{name} is None; pass an integer")
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name}={v!r} must be an integer")
+    v = int(v)
+    if not -(2 ** 63) <= v < 2 ** 63:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name}={v} does not fit an int64_t")
+    return v
+
+
+def choice(v, name, allowed):
+    if v not in allowed:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name}={v!r} is not valid; use one of {list(allowed)}")
+    return v
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# memory guard
+# ---------------------------------------------------------------------------------------------------------------
+
+_memory_limit = None
+
+
+def set_memory_limit(nbytes):
+    """Cap the bytes one op may allocate (None = the machine's available memory)."""
+    global _memory_limit
+    _memory_limit = None if nbytes is None else int(nbytes)
+
+
+def available_memory():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def check_memory(nbytes, what):
+    """Refuse an allocation the machine (or the user's limit) cannot hold, instead of being OOM-killed."""
+    limit = _memory_limit
+    env = os.environ.get("NPU_EMU_MEMORY_LIMIT")
+    if limit is None and env:
+        limit = int(float(env))
+    if limit is None:
+        limit = available_memory()
+    if limit is not None and nbytes > limit:
+        raise AclnnError(ACLNN_ERR_RUNTIME_ERROR,
+                         f"{what} needs {nbytes / 2**30:.2f} GiB but only {limit / 2**30:.2f} GiB is available "
+                         f"(set NPU_EMU_MEMORY_LIMIT or npu_emu.frontend.set_memory_limit to change the cap); "
+                         f"use a smaller shape")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# trace (spec README §4.4)
+# ---------------------------------------------------------------------------------------------------------------
+
+@dataclass
+class GmOverrun:
+    tensor: str
+    kind: str          # "read" / "write"
+    start: int         # bytes from the tensor base
+    end: int
+    core: int
+
+
+@dataclass
+class Trace:
+    op: str
+    soc: str
+    tiling_data: dict = field(default_factory=dict)
+    tiling_data_bytes: bytes = b""
+    tiling_key: int = 0
+    block_dim: int = 0
+    workspace_size: int = 0
+    ub_bytes_per_core: int = 0
+    gm_overrun: list = field(default_factory=list)
+    routed_op: str = ""
+    quant_mode: str = ""
+    notes: list = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# aclnn two-phase API
+# ---------------------------------------------------------------------------------------------------------------
+
+_recent_error = [""]
+
+
+def recent_error():
+    """The message of the last failed aclnn call (CANN: aclGetRecentErrMsg)."""
+    return _recent_error[0]
+
+
+class Executor:
+    """aclOpExecutor: built by GetWorkspaceSize, run once by the second phase."""
+
+    def __init__(self, op, run, workspace_size=0):
+        self.op = op
+        self._run = run
+        self.workspace_size = int(workspace_size)
+        self.used = False
+
+    def __repr__(self):
+        return f"<aclOpExecutor {self.op}{' (used)' if self.used else ''}>"
+
+
+def get_workspace(op, build):
+    """Run phase 1: ``build()`` checks and returns an Executor; errors become the status (first failure wins)."""
+    try:
+        ex = build()
+    except AclnnError as e:
+        _recent_error[0] = str(e)
+        return e.status, 0, None
+    _recent_error[0] = ""
+    return ACLNN_SUCCESS, ex.workspace_size, ex
+
+
+def run_executor(executor, workspace_size, op):
+    """Run phase 2 once; reusing or mixing up executors is an error, not a silent re-run."""
+    if executor is None:
+        _recent_error[0] = f"{op}: executor is null; call {op}GetWorkspaceSize first and check its status"
+        return ACLNN_ERR_PARAM_NULLPTR
+    if not isinstance(executor, Executor) or executor.op != op:
+        _recent_error[0] = f"{op}: the executor was made by {getattr(executor, 'op', '?')}"
+        return ACLNN_ERR_PARAM_INVALID
+    if executor.used:
+        _recent_error[0] = f"{op}: this executor has already run; an aclOpExecutor runs once"
+        return ACLNN_ERR_INNER
+    if int(workspace_size) < executor.workspace_size:
+        _recent_error[0] = (f"{op}: workspaceSize {workspace_size} is smaller than the "
+                            f"{executor.workspace_size} bytes GetWorkspaceSize asked for")
+        return ACLNN_ERR_PARAM_INVALID
+    executor.used = True
+    try:
+        executor._run()
+    except AclnnError as e:
+        _recent_error[0] = str(e)
+        return e.status
+    return ACLNN_SUCCESS
+
+
+def write_out(out, result, name="out"):
+    """Copy a finished result into the caller's ``out`` (only after everything succeeded: no partial writes)."""
+    if is_torch_tensor(out):
+        import torch
+
+        src = to_user(result, Origin(torch=True))
+        with torch.no_grad():
+            out.copy_(src.reshape(out.shape))
+        return out
+    if not isinstance(out, np.ndarray):
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name} must be a numpy array or a torch CPU tensor")
+    out[...] = result.reshape(out.shape).view(out.dtype) if result.dtype.itemsize == out.dtype.itemsize \
+        else result.reshape(out.shape)
+    return out

@@ -1,0 +1,156 @@
+"""Per-core kernel launch and the UB view (CONTRACT.md "Launch model"; spec numba_rules.md §2.3, §3).
+
+A kernel is an ``@njit(parallel=True, cache=True, error_model='numpy')`` function
+``kernel(block_dim, td, ub_size, *gm_buffers)`` whose body is ``for block_idx in prange(block_dim):`` - one
+iteration per AI Core / vector core, each with its own UB scratch ``np.empty(ub_size, np.uint8)`` and typed
+LocalTensor views of it from :func:`ub_view`. Cores write disjoint GM ranges (the validator proves it from the
+op's access pattern), so results do not depend on the host thread count.
+
+:func:`launch` checks the arguments, validates the tiling against the op's :class:`AccessPattern` (on by
+default) and calls the kernel. Nothing here compiles at import time.
+"""
+
+import numpy as np
+from numba import njit
+from numba.extending import overload
+
+from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_INNER_TILING_ERROR, AclnnError
+from npu_emu.tiling_data import TilingData
+from npu_emu.validate import MAX_BLOCK_DIM, WRITE, AccessPattern, validate as validate_access
+
+__all__ = ["ub_view", "launch", "UbViewError"]
+
+
+def _itemsize(dtype):
+    """Bytes per element of a numpy scalar type or dtype (Python path, used when NUMBA_DISABLE_JIT=1)."""
+    return np.dtype(dtype).itemsize
+
+
+@overload(_itemsize, inline="always")
+def _itemsize_nb(dtype):
+    # Resolved at typing time: the element size is a compile-time constant of the view's dtype argument.
+    ty = getattr(dtype, "dtype", None)
+    bits = getattr(ty, "bitwidth", None)
+    if bits is None or bits % 8:
+        return None
+    size = bits // 8
+    return lambda dtype: size
+
+
+class UbViewError(IndexError):
+    """A LocalTensor view that does not fit the core's UB (args: byte_offset, nbytes, itemsize, ub_size)."""
+
+    def __str__(self):
+        if len(self.args) != 4:
+            return super().__str__()
+        offset, nbytes, itemsize, ub_size = self.args
+        return (f"ub_view: bytes [{offset}, {offset + nbytes}) with element size {itemsize} do not fit this "
+                f"core's UB of {ub_size} bytes at a multiple of the element size; the kernel's buffer offsets "
+                f"disagree with its tiling (run with validate=True and an access pattern)")
+
+
+@njit(inline="never", cache=True)
+def _ub_view_error(byte_offset, nbytes, itemsize, ub_size):
+    # Kept out of line: a `raise` inlined into a prange body stops numba from parallelising the loop
+    # ("more than one entry to or exit from the loop"); a call that may raise does not. The message is
+    # formatted in Python by UbViewError: building strings in njit costs seconds of compile time.
+    raise UbViewError(byte_offset, nbytes, itemsize, ub_size)
+
+
+@njit(inline="always", cache=True)
+def ub_view(ub, byte_offset, dtype, count):
+    """LocalTensor<dtype> of ``count`` elements at ``byte_offset`` of a core's UB byte buffer.
+
+    A view, not a copy: writes through it land in ``ub``. The offset must be a multiple of the element size
+    (as the C compiler aligns LocalTensor data); out-of-range views raise UbViewError (an IndexError) instead of
+    silently shortening (numba does not bounds-check indexing, so a short view would corrupt memory).
+
+    Note for kernels: numba's cache tracks only the kernel's own file, so after editing this function clear
+    the numba cache of the kernels that inline it.
+    """
+    size = _itemsize(dtype)
+    nbytes = count * size
+    if byte_offset < 0 or count < 0 or byte_offset + nbytes > ub.size or byte_offset % size != 0:
+        _ub_view_error(byte_offset, nbytes, size, ub.size)
+    return ub[byte_offset:byte_offset + nbytes].view(dtype)
+
+
+def _positive_int(value, name, hi=None):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1 or (
+            hi is not None and value > hi):
+        upper = f", <= {hi}" if hi is not None else ""
+        raise AclnnError(ACLNN_ERR_INNER, f"launch: {name}={value!r}; use an int >= 1{upper}")
+    return int(value)
+
+
+def _check_buffers(gm_buffers, access):
+    for i, buf in enumerate(gm_buffers):
+        label = access.buffers[i].name if access is not None and i < len(access.buffers) else f"#{i}"
+        if not isinstance(buf, np.ndarray):
+            raise AclnnError(ACLNN_ERR_INNER, f"launch: GM buffer {label} is a {type(buf).__name__}; pass a "
+                                              f"numpy array")
+        if not buf.flags.c_contiguous:
+            raise AclnnError(ACLNN_ERR_INNER, f"launch: GM buffer {label} is not C-contiguous; pass "
+                                              f"np.ascontiguousarray(...) (kernels index GM flat)")
+        if buf.dtype.kind not in "biuf" or buf.dtype == np.float16:
+            raise AclnnError(ACLNN_ERR_INNER, f"launch: GM buffer {label} has dtype {buf.dtype}, which numba "
+                                              f"kernels cannot take; pass its bits (.view(np.uint16) for "
+                                              f"16-bit floats, .view(np.uint8) for 8-bit and packed formats)")
+    if access is None:
+        return
+    if len(gm_buffers) != len(access.buffers):
+        names = ", ".join(b.name for b in access.buffers)
+        raise AclnnError(ACLNN_ERR_INNER, f"launch: {len(gm_buffers)} GM buffers passed but the access pattern "
+                                          f"declares {len(access.buffers)} ({names}), in kernel argument order")
+    written = set(np.unique(access.records["buffer"][access.records["mode"] == WRITE]).tolist())
+    for i, (arr, decl) in enumerate(zip(gm_buffers, access.buffers)):
+        if arr.dtype != decl.dtype or arr.size != decl.size:
+            raise AclnnError(ACLNN_ERR_INNER, f"launch: GM buffer {decl.name} is {arr.dtype}[{arr.size}] but the "
+                                              f"access pattern declares {decl.dtype}[{decl.size}]")
+        if i in written and not arr.flags.writeable:
+            raise AclnnError(ACLNN_ERR_INNER, f"launch: GM buffer {decl.name} is written by the kernel but the "
+                                              f"array is read-only; pass a writeable array")
+
+
+def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validate=True):
+    """Run ``kernel(block_dim, tiling.to_numba(), ub_size, *gm_buffers)`` on ``block_dim`` emulated cores.
+
+    ``access`` (an :class:`~npu_emu.validate.AccessPattern`) declares the GM buffers in argument order and
+    the kernel's per-core/per-tile GM ranges and UB bytes. With ``validate=True`` (default) a tiling that
+    reads or writes outside a buffer, writes an element twice, leaves output elements unwritten or
+    overflows ``ub_size`` raises AclnnError 561002 naming core, tile, buffer and range, and the kernel does
+    not run. Buffer counts, dtypes and sizes are checked against ``access`` even with ``validate=False``.
+
+    Returns the :class:`~npu_emu.validate.ValidationReport` (its ``overruns`` are the trace's ``gm_overrun``),
+    or None when nothing was validated. Kernels write their outputs in place; their return value is unused.
+    """
+    block_dim = _positive_int(block_dim, "block_dim", MAX_BLOCK_DIM)
+    ub_size = _positive_int(ub_size, "ub_size")
+    if not isinstance(tiling, TilingData):
+        raise AclnnError(ACLNN_ERR_INNER, f"launch: tiling is a {type(tiling).__name__}; pass the op's "
+                                          f"TilingData instance")
+    if access is not None:
+        if not isinstance(access, AccessPattern):
+            raise AclnnError(ACLNN_ERR_INNER, f"launch: access is a {type(access).__name__}; pass an "
+                                              f"AccessPattern (or None)")
+        if access.block_dim != block_dim:
+            raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR,
+                             f"launch: block_dim={block_dim} but the access pattern describes "
+                             f"{access.block_dim} cores; both must come from the same tiling")
+    _check_buffers(gm_buffers, access)
+
+    report = None
+    if validate and access is not None:
+        report = validate_access(access, ub_size=ub_size)
+        report.raise_if_failed(f"{getattr(kernel, '__name__', 'kernel')} tiling")
+
+    td = tiling.to_numba()
+    try:
+        kernel(block_dim, td, ub_size, *gm_buffers)
+    except SystemError as exc:
+        # An exception raised inside a prange body surfaces as SystemError with the real error as its cause.
+        if exc.__cause__ is None:
+            raise
+        raise AclnnError(ACLNN_ERR_INNER, f"kernel {getattr(kernel, '__name__', kernel)!s} failed: "
+                                          f"{exc.__cause__}") from exc.__cause__
+    return report
