@@ -5,6 +5,7 @@ an AclnnError before any numba code runs (spec README §4).
 """
 
 import os
+import sys
 from dataclasses import dataclass, field
 
 import ml_dtypes
@@ -129,15 +130,20 @@ def acl_code(name):
 # ---------------------------------------------------------------------------------------------------------------
 
 def is_torch_tensor(x):
-    t = type(x)
-    return t.__module__.split(".")[0] == "torch" and hasattr(x, "detach")
+    """True for a torch.Tensor (or subclass) without importing torch: no tensor can exist before torch is."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
 
 
-_TORCH_BITS = {  # torch dtypes numpy cannot hold: carried through as bit views
+# torch dtypes numpy cannot hold, carried through as bit views: str(torch dtype) -> (bits, numpy view dtype).
+# torch_npu hands FP4 over packed two per byte (float4_e2m1fn_x2), which npu-emu keeps as uint8.
+_TORCH_BITS = {
     "torch.bfloat16": (np.uint16, ml_dtypes.bfloat16),
     "torch.float8_e4m3fn": (np.uint8, ml_dtypes.float8_e4m3fn),
     "torch.float8_e5m2": (np.uint8, ml_dtypes.float8_e5m2),
     "torch.float8_e8m0fnu": (np.uint8, ml_dtypes.float8_e8m0fnu),
+    "torch.float8_e4m3fnuz": (np.uint8, ml_dtypes.float8_e4m3fnuz),
+    "torch.float8_e5m2fnuz": (np.uint8, ml_dtypes.float8_e5m2fnuz),
     "torch.float4_e2m1fn_x2": (np.uint8, np.uint8),
 }
 
@@ -149,53 +155,89 @@ class Origin:
     torch: bool = False
 
 
+def _torch_to_numpy(x, name):
+    """A numpy array sharing the tensor's memory when it is C-contiguous (else one contiguous copy)."""
+    import torch  # already imported by the caller's process: x is a torch tensor
+
+    t = x.detach()
+    if t.device.type != "cpu":
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                         f"{name} is on device '{t.device}'; npu-emu runs on the CPU: pass {name}.cpu()")
+    if t.layout != torch.strided:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                         f"{name} has layout {t.layout}; pass a dense tensor ({name}.to_dense())")
+    # aclnn's Contiguous step; also folds a pending conj/neg bit, which .numpy() refuses
+    t = t.resolve_conj().resolve_neg().contiguous()
+    key = str(t.dtype)
+    try:
+        if key in _TORCH_BITS:
+            bits, view = _TORCH_BITS[key]
+            itype = torch.uint8 if np.dtype(bits).itemsize == 1 else torch.int16
+            return t.view(itype).numpy().view(bits).view(view)
+        return t.numpy()
+    except (TypeError, RuntimeError):
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                         f"{name} has torch dtype {t.dtype}, which npu-emu cannot read; pass the raw bits as a "
+                         f"uint8/int16/int32 tensor together with the op's dtype argument") from None
+
+
 def as_array(x, name, *, origin=None):
     """A C-contiguous numpy array for ``x``; None -> 161001 (aclnn's null check).
 
     Non-contiguous inputs are copied, as the aclnn layer's Contiguous step does; the caller's data is never
-    modified (results are always written to fresh arrays first).
+    modified (results are always written to fresh arrays first). A contiguous torch CPU tensor is not copied:
+    the returned array shares its memory (bfloat16 / float8 as ml_dtypes views of the same bytes).
     """
     if x is None:
         raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{name} is None (a null tensor in aclnn); pass an array")
     if is_torch_tensor(x):
         if origin is not None:
             origin.torch = True
-        t = x.detach()
-        if t.device.type != "cpu":
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name} is on device {t.device}; move it to the CPU first")
-        t = t.contiguous()
-        key = str(t.dtype)
-        if key in _TORCH_BITS:
-            bits, view = _TORCH_BITS[key]
-            import torch  # only reached with a torch tensor in hand
-
-            itype = torch.uint8 if np.dtype(bits).itemsize == 1 else torch.int16
-            return t.view(itype).numpy().view(bits).view(view)
-        return t.numpy()
-    if isinstance(x, np.ndarray):
-        return np.ascontiguousarray(x)
-    if isinstance(x, (list, tuple, int, float, np.generic)):
-        return np.ascontiguousarray(np.asarray(x))
+        return _torch_to_numpy(x, name)
+    if isinstance(x, (np.ndarray, list, tuple, int, float, np.generic)):
+        a = np.asarray(x)
+        # np.ascontiguousarray would turn a 0-d array into shape (1,)
+        return a if a.flags.c_contiguous else a.copy(order="C")
     raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                      f"{name} must be a numpy array or a torch CPU tensor, not {type(x).__name__}")
 
 
+def _torch_dtype_for(nd, torch):
+    """(numpy bits dtype, torch dtype) for numpy dtypes torch.from_numpy cannot take, else None."""
+    return {
+        np.dtype(ml_dtypes.bfloat16): (np.int16, torch.bfloat16),
+        np.dtype(ml_dtypes.float8_e4m3fn): (np.uint8, torch.float8_e4m3fn),
+        np.dtype(ml_dtypes.float8_e5m2): (np.uint8, torch.float8_e5m2),
+        np.dtype(ml_dtypes.float8_e8m0fnu): (np.uint8, torch.float8_e8m0fnu),
+        np.dtype(ml_dtypes.float8_e4m3fnuz): (np.uint8, torch.float8_e4m3fnuz),
+        np.dtype(ml_dtypes.float8_e5m2fnuz): (np.uint8, torch.float8_e5m2fnuz),
+        # no unpacked FP4 / INT4 dtype in torch: the codes (one per byte) as torch_npu's uint8 / int8 carriers
+        np.dtype(ml_dtypes.float4_e2m1fn): (np.uint8, torch.uint8),
+        np.dtype(ml_dtypes.int4): (np.int8, torch.int8),
+    }.get(nd)
+
+
 def to_user(arr, origin):
-    """Return ``arr`` as the caller's array type (numpy or torch), zero-copy where possible."""
+    """Return ``arr`` as the caller's array type (numpy or torch), zero-copy where possible.
+
+    torch out gets the dtype torch_npu returns: float8 outputs as torch.float8_e4m3fn / float8_e5m2, bfloat16 as
+    torch.bfloat16, and the uint8 carriers (HiF8, E8M0 scales, packed FP4) stay uint8.
+    """
     if origin is None or not origin.torch:
         return arr
     import torch
 
-    nd = arr.dtype
-    special = {
-        np.dtype(ml_dtypes.bfloat16): (np.int16, torch.bfloat16),
-        np.dtype(ml_dtypes.float8_e4m3fn): (np.uint8, torch.float8_e4m3fn),
-        np.dtype(ml_dtypes.float8_e5m2): (np.uint8, torch.float8_e5m2),
-    }
-    if nd in special:
-        bits, tdt = special[nd]
-        return torch.from_numpy(np.ascontiguousarray(arr).view(bits)).view(tdt)
-    return torch.from_numpy(np.ascontiguousarray(arr))
+    a = np.asarray(arr)
+    if not a.flags.writeable or not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="), order="C")   # torch cannot wrap read-only or swapped memory
+    if any(st < 0 for st in a.strides):
+        a = np.ascontiguousarray(a)                            # torch has no negative strides
+    special = _torch_dtype_for(a.dtype, torch)
+    if special is not None:
+        bits, tdt = special
+        a = np.ascontiguousarray(a)
+        return torch.from_numpy(a.view(bits)).view(tdt)
+    return torch.from_numpy(a)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -352,9 +394,14 @@ def write_out(out, result, name="out"):
     if is_torch_tensor(out):
         import torch
 
-        src = to_user(result, Origin(torch=True))
+        src = to_user(result, Origin(torch=True)).reshape(out.shape)
+        # same element size: copy the bits (a uint8 E8M0 result into a float8_e8m0fnu out stays the same codes),
+        # as the numpy branch does; copy_ would convert values. copy_ honours a non-contiguous out.
+        dst = out.detach()
+        if src.dtype != dst.dtype and src.element_size() == dst.element_size():
+            dst = dst.view(src.dtype)
         with torch.no_grad():
-            out.copy_(src.reshape(out.shape))
+            dst.copy_(src)
         return out
     if not isinstance(out, np.ndarray):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name} must be a numpy array or a torch CPU tensor")

@@ -1,0 +1,109 @@
+"""SignBitsUnpack / SignBitsPack at 1-bit-Adam sizes (spec sign_bits.md §7, numba_rules.md §5.3).
+
+Baselines in the same run: the np.unpackbits golden and the best numpy (np.take on a 256 x 8 lookup table) for
+unpack; np.packbits of the comparison for pack. Trackers are lower-is-better ratios (asv's convention).
+"""
+
+import timeit
+
+import numba
+import numpy as np
+
+from npu_emu.goldens import sign_bits as golden
+from npu_emu.kernels.sign_bits import kernel, tiling
+from npu_emu.platforms import get as get_platform
+
+HOST_COPY_BPS_PER_THREAD = 25e9          # numba_rules.md §5.2 (r+w copy rate of one thread)
+UNPACK_BYTES = 64 << 20                  # 64 MiB of packed signs -> 512 Mi outputs
+PACK_ELEMS = 512 << 20                   # 512 Mi float32 (2 GiB)
+
+
+def _best(fn, repeat=3):
+    return min(timeit.repeat(fn, number=1, repeat=repeat))
+
+
+class Unpack:
+    params = (["float32", "float16"],)
+    param_names = ["dtype"]
+    timeout = 600
+
+    def setup(self, dtype):
+        rng = np.random.default_rng(0)
+        self.x = rng.integers(0, 256, UNPACK_BYTES, dtype=np.uint8)
+        self.y = np.empty(8 * UNPACK_BYTES, np.float16 if dtype == "float16" else np.float32)
+        self.tr = tiling.unpack_tiling(UNPACK_BYTES, dtype)
+        sign = np.where(np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little"), 1, -1)
+        self.lut = sign.astype(self.y.dtype)
+        self.dtype = dtype
+        self.run()                                     # compile / load from the numba cache outside the timing
+
+    def run(self):
+        kernel.run_unpack(self.x, self.y, self.tr, "910b", validate=False)
+
+    def time_npu_emu(self, dtype):
+        self.run()
+
+    def time_npu_emu_validated(self, dtype):
+        kernel.run_unpack(self.x, self.y, self.tr, "910b", validate=True)
+
+    def time_numpy_golden(self, dtype):
+        golden.sign_bits_unpack(self.x, 1, dtype)
+
+    def time_numpy_lut_take(self, dtype):
+        np.take(self.lut, self.x, axis=0)
+
+    def track_ratio_to_best_numpy(self, dtype):
+        return _best(self.run) / _best(lambda: np.take(self.lut, self.x, axis=0))
+    track_ratio_to_best_numpy.unit = "x best numpy time"
+
+    def _bytes(self):
+        return self.x.nbytes + self.y.nbytes
+
+    def track_emulator_over_host_roofline(self, dtype):
+        return _best(self.run) / (self._bytes() / (HOST_COPY_BPS_PER_THREAD * numba.get_num_threads()))
+    track_emulator_over_host_roofline.unit = "x host roofline"
+
+    def track_write_bandwidth_fraction_inverse(self, dtype):
+        # 1 / (fraction of the host's write bandwidth); 2 means 50 %.
+        write_bps = 12.5e9 * numba.get_num_threads()          # numba_rules.md §5.1 planning figure
+        return _best(self.run) / (self.y.nbytes / write_bps)
+    track_write_bandwidth_fraction_inverse.unit = "x host write roofline"
+
+    def track_emulator_over_910b2(self, dtype):
+        return _best(self.run) / get_platform("ascend910b2").device_seconds(self._bytes())
+    track_emulator_over_910b2.unit = "x device roofline"
+
+
+class Pack:
+    timeout = 900
+
+    def setup(self):
+        rng = np.random.default_rng(1)
+        self.x = rng.standard_normal(PACK_ELEMS, dtype=np.float32)
+        self.bits = self.x.view(np.uint32)
+        self.y = np.empty(PACK_ELEMS // 8, np.uint8)
+        self.tr = tiling.pack_tiling(PACK_ELEMS, "float32")
+        self.run()
+
+    def run(self):
+        kernel.run_pack(self.bits, self.y, self.tr, "910b", validate=False)
+
+    def time_npu_emu(self):
+        self.run()
+
+    def time_numpy_packbits(self):
+        np.packbits(self.x >= 0, bitorder="little")
+
+    def track_ratio_to_numpy(self):
+        return _best(self.run, 2) / _best(lambda: np.packbits(self.x >= 0, bitorder="little"), 2)
+    track_ratio_to_numpy.unit = "x numpy time"
+
+    def track_emulator_over_host_roofline(self):
+        nbytes = self.x.nbytes + self.y.nbytes
+        return _best(self.run, 2) / (nbytes / (HOST_COPY_BPS_PER_THREAD * numba.get_num_threads()))
+    track_emulator_over_host_roofline.unit = "x host roofline"
+
+    def track_emulator_over_910b2(self):
+        nbytes = self.x.nbytes + self.y.nbytes
+        return _best(self.run, 2) / get_platform("ascend910b2").device_seconds(nbytes)
+    track_emulator_over_910b2.unit = "x device roofline"

@@ -1,0 +1,427 @@
+"""Cube accumulation primitives: what the Mmad + L0C stage of every base block produces (spec §7.9).
+
+Integer inputs: the exact int32 dot product. Float inputs (fp8, hif8, fp4, MX): the ``float_accum`` models of
+spec §1 — "exact" (exact products, exact k-sum, one RNE rounding to fp32), "kchunk" (exact per baseK chunk,
+chunks accumulated in fp32 in k order), "sequential" (one fp32 running sum in increasing k) and "numpy" (the
+vendor golden literally: numpy fp32 matmul, BLAS-dependent).
+
+Speed without giving up exactness (the brief's "exact fast primitive"): BLAS is used only where its result is
+provably exact whatever its summation order —
+* int8/int4: float32 GEMM on k-chunks short enough that every partial sum is an integer below 2^24, then int32;
+* float formats: float64 GEMM on exponent bands of the operands chosen so that every partial sum of a band pair
+  is an integer multiple of the band's quantum below 2^53; the band-pair results (exact float64 values) are
+  then summed exactly and rounded once to fp32 by :func:`exact_sum_f32` (integer limbs, no float rounding).
+One band pair (the common case: data spanning fewer than ~17 binades) costs one float64 GEMM.
+
+The results are the same for every block decomposition, so the kernels may take them for the whole GM matrix;
+kernel.py's ``faithful=True`` path recomputes the integer case block by block to prove it.
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+
+FLOAT_ACCUM = ("exact", "kchunk", "sequential", "numpy")
+F32_EXACT_INT = 1 << 24          # integers up to 2^24 are exact in float32
+F64_MANTISSA = 53
+_LIMB = 30                       # limb width of the exact accumulator (int64 limbs leave room for carries)
+_LIMB_MASK = (1 << _LIMB) - 1
+
+
+# --------------------------------------------------------------------------------------------------------------
+# integer cube: exact int32 accumulation
+# --------------------------------------------------------------------------------------------------------------
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _add_f32_to_i32(acc, chunk):
+    """acc += int32(chunk); chunk holds exact integers below 2^24, so the conversion is exact."""
+    rows, cols = acc.shape
+    for i in prange(rows):
+        for j in range(cols):
+            acc[i, j] += np.int32(chunk[i, j])
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _f32_to_i32(dst, chunk):
+    rows, cols = dst.shape
+    for i in prange(rows):
+        for j in range(cols):
+            dst[i, j] = np.int32(chunk[i, j])
+
+
+def int_k_chunk(amax_a, amax_b, k):
+    """Longest k-chunk whose partial sums stay exact in float32 (|sum| <= chunk * amax_a * amax_b <= 2^24)."""
+    prod = int(amax_a) * int(amax_b)
+    if prod == 0:
+        return k
+    return max(1, min(k, F32_EXACT_INT // prod))
+
+
+def int_matmul(a, b):
+    """Exact int32 ``a @ b`` for int8-valued a (M, K) and b (K, N) (any strides), as the cube's L0C holds it.
+
+    int32 wrap-around on overflow is that of the int32 accumulator (reached only for K > 2^17).
+    """
+    m, k = a.shape
+    n = b.shape[1]
+    acc = np.empty((m, n), np.int32)
+    if k == 0 or m == 0 or n == 0:
+        acc[...] = 0
+        return acc
+    amax_a = int(np.abs(a.astype(np.int16)).max()) if a.size else 0
+    amax_b = int(np.abs(b.astype(np.int16)).max()) if b.size else 0
+    if amax_a == 0 or amax_b == 0:
+        acc[...] = 0
+        return acc
+    step = int_k_chunk(amax_a, amax_b, k)
+    af = a.astype(np.float32)
+    bf = b.astype(np.float32)
+    first = True
+    for k0 in range(0, k, step):
+        chunk = np.matmul(af[:, k0:k0 + step], bf[k0:k0 + step])
+        if first:
+            _f32_to_i32(acc, chunk)
+            first = False
+        else:
+            _add_f32_to_i32(acc, chunk)
+    return acc
+
+
+# --------------------------------------------------------------------------------------------------------------
+# exact sum of a few float64 values, rounded once to float32 (RNE)
+# --------------------------------------------------------------------------------------------------------------
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _bit(limbs, pos):
+    return (limbs[pos // _LIMB] >> (pos % _LIMB)) & 1
+
+
+@njit(cache=True, error_model="numpy")
+def exact_sum_f32(vals, n, limbs):
+    """RNE float32 of the exact sum of vals[0:n] (float64). ``limbs`` is int64 scratch of >= 80 entries.
+
+    NaN in, or +Inf and -Inf together -> NaN; otherwise an infinity wins. Finite values: each is m * 2^e with a
+    53-bit integer m (frexp); they are added exactly into base-2^30 limbs relative to the smallest exponent, and
+    the integer is rounded to 24 significant bits (or to the 2^-149 quantum below the normal range).
+    """
+    has_nan = False
+    pinf = False
+    ninf = False
+    emin = 100000
+    emax = -100000
+    for i in range(n):
+        v = vals[i]
+        if v != v:
+            has_nan = True
+        elif v == np.inf:
+            pinf = True
+        elif v == -np.inf:
+            ninf = True
+        elif v != 0.0:
+            mant, e = math.frexp(v)
+            if e - 53 < emin:
+                emin = e - 53
+            if e > emax:
+                emax = e
+    if has_nan or (pinf and ninf):
+        return np.float32(np.nan)
+    if pinf:
+        return np.float32(np.inf)
+    if ninf:
+        return np.float32(-np.inf)
+    if emax == -100000:
+        # all zeros: IEEE sum of zeros is -0 only if every term is -0
+        neg = n > 0
+        for i in range(n):
+            if not (vals[i] == 0.0 and math.copysign(1.0, vals[i]) < 0.0):
+                neg = False
+        return np.float32(-0.0) if neg else np.float32(0.0)
+    nlimb = (emax - emin + 8) // _LIMB + 3                # <= 75 for any float64 span; callers pass 96
+    for i in range(nlimb):
+        limbs[i] = 0
+    for i in range(n):
+        v = vals[i]
+        if v == 0.0:
+            continue
+        mant, e = math.frexp(v)
+        mi = np.int64(mant * 9007199254740992.0)        # exact: |mant| < 1, 53 bits
+        shift = (e - 53) - emin
+        idx = shift // _LIMB
+        off = shift % _LIMB
+        sgn = np.int64(1)
+        if mi < 0:
+            sgn = np.int64(-1)
+            mi = -mi
+        # split the 53-bit magnitude into 30-bit pieces so every shifted piece fits an int64
+        j = 0
+        while mi != 0:
+            piece = (mi & _LIMB_MASK) << off
+            limbs[idx + j] += sgn * (piece & _LIMB_MASK)
+            limbs[idx + j + 1] += sgn * (piece >> _LIMB)
+            mi >>= _LIMB
+            j += 1
+    # carry-normalise to digits in [0, 2^30) with a signed top
+    for i in range(nlimb - 1):
+        c = limbs[i] >> _LIMB                                # floor division: works for negative limbs
+        limbs[i] -= c << _LIMB
+        limbs[i + 1] += c
+    negative = limbs[nlimb - 1] < 0
+    if negative:
+        for i in range(nlimb):
+            limbs[i] = -limbs[i]
+        for i in range(nlimb - 1):
+            c = limbs[i] >> _LIMB
+            limbs[i] -= c << _LIMB
+            limbs[i + 1] += c
+    top = -1
+    for i in range(nlimb - 1, -1, -1):
+        if limbs[i] != 0:
+            b = 0
+            x = limbs[i]
+            while x != 0:
+                x >>= 1
+                b += 1
+            top = i * _LIMB + b - 1
+            break
+    if top < 0:
+        return np.float32(0.0)  # exact cancellation gives +0 in RNE
+    top_exp = emin + top                                     # exponent of the leading bit
+    q = top_exp - 23
+    if q < -149:
+        q = -149
+    shift = q - emin
+    if shift <= 0:
+        # at most 24 significant bits, all in limb 0: exactly representable
+        val = math.ldexp(np.float64(limbs[0]), emin)
+    else:
+        r = np.int64(0)
+        for pos in range(top, shift - 1, -1):
+            r = (r << 1) | _bit(limbs, pos)
+        half = _bit(limbs, shift - 1)
+        sticky = False
+        below = shift - 1                                    # bits [0, below) decide ties
+        full = below // _LIMB
+        for i in range(full):
+            if limbs[i] != 0:
+                sticky = True
+                break
+        if not sticky and below % _LIMB:
+            sticky = (limbs[full] & ((np.int64(1) << (below % _LIMB)) - 1)) != 0
+        if half and (sticky or (r & 1)):
+            r += 1
+        val = math.ldexp(np.float64(r), q)
+    f = np.float32(val)                                      # exact, or Inf past the float32 range
+    return -f if negative else f
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _two_sum(a, b):
+    """Knuth's TwoSum: s + e == a + b exactly, s = fl(a + b) (no FMA, no reassociation: numba without fastmath)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+@njit(cache=True, error_model="numpy")
+def fast_sum_f32(vals, n):
+    """(ok, RN32 of the exact sum) through error-free transformations; ok is False when the tail of the
+    double-double does not stay exact (then :func:`exact_sum_f32` decides) or a value is not finite."""
+    hi = 0.0
+    lo = 0.0
+    for i in range(n):
+        v = vals[i]
+        if not np.isfinite(v):
+            return False, np.float32(0.0)
+        hi, err = _two_sum(hi, v)
+        lo, err2 = _two_sum(lo, err)
+        if err2 != 0.0:
+            return False, np.float32(0.0)
+    hi, lo = _two_sum(hi, lo)                                # hi = RN64(exact sum), lo = the exact remainder
+    f = np.float32(hi)
+    fd = np.float64(f)
+    if lo != 0.0 and fd != hi and np.isfinite(f):
+        other = np.float32(np.nextafter(f, np.float32(np.inf) if hi > fd else np.float32(-np.inf)))
+        if hi - fd == np.float64(other) - hi:                # hi sits on a float32 midpoint: lo decides the tie
+            if (lo > 0.0) == (np.float64(other) > fd):
+                f = other
+    return True, f
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _combine(parts, bias, out):
+    """out[b, i, j] = RN32(sum_p parts[p, b, i, j] + bias[b or 0, j]) exactly (bias: empty if none)."""
+    npart, nb, rows, cols = parts.shape
+    has_bias = bias.shape[1] > 0
+    for r in prange(nb * rows):
+        b = r // rows
+        i = r % rows
+        vals = np.empty(npart + 1, np.float64)
+        limbs = np.empty(96, np.int64)
+        bb = b if bias.shape[0] > 1 else 0
+        for j in range(cols):
+            cnt = 0
+            for p in range(npart):
+                vals[cnt] = parts[p, b, i, j]
+                cnt += 1
+            if has_bias:
+                vals[cnt] = bias[bb, j]
+                cnt += 1
+            ok, f = fast_sum_f32(vals, cnt)
+            out[b, i, j] = f if ok else exact_sum_f32(vals, cnt, limbs)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# float cube: exponent bands and the float_accum models
+# --------------------------------------------------------------------------------------------------------------
+
+def _exponent_range(x):
+    """(emin, emax) of floor(log2|x|) over finite non-zero entries, or None."""
+    finite = np.isfinite(x) & (x != 0)
+    if not finite.any():
+        return None
+    _, e = np.frexp(np.abs(x[finite]))
+    return int(e.min()) - 1, int(e.max()) - 1
+
+
+def _bands(x, width, rng):
+    """Split x into arrays whose non-zero entries span at most ``width`` binades (x = sum of the bands)."""
+    if rng is None or rng[1] - rng[0] + 1 <= width:
+        return [x]
+    emin, emax = rng
+    _, e = np.frexp(np.abs(x))
+    e = e - 1
+    finite = np.isfinite(x)
+    bands = []
+    for lo in range(emin, emax + 1, width):
+        sel = (e >= lo) & (e < lo + width) & finite & (x != 0)
+        if lo == emin:
+            sel |= ~finite                                     # NaN / Inf ride in the first band only
+        bands.append(np.where(sel, x, 0.0))
+    return bands
+
+
+def _plan(a, b, sig_a, sig_b, k):
+    """Band widths (binades) for a and b minimising the number of float64 GEMMs, each provably exact.
+
+    A band of W binades of p-bit values holds integers (in units of its lowest quantum) below 2^(W + p - 1); a
+    band pair's k-sum stays below 2^53 when (W_a + p_a - 1) + (W_b + p_b - 1) + ceil(log2 k) <= 53."""
+    ra, rb = _exponent_range(a), _exponent_range(b)
+    span_a = 1 if ra is None else ra[1] - ra[0] + 1
+    span_b = 1 if rb is None else rb[1] - rb[0] + 1
+    budget = F64_MANTISSA - max(1, int(k - 1).bit_length()) - (sig_a - 1) - (sig_b - 1)
+    best = None
+    for na in range(1, span_a + 1):
+        wa = -(-span_a // na)
+        wb = budget - wa
+        if wb < 1:
+            continue
+        nb = -(-span_b // wb)
+        if best is None or na * nb < best[0]:
+            best = (na * nb, wa, wb)
+        if nb == 1:
+            break
+    if best is None:                                           # unreachable for formats of <= 24 bits
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, "operands too wide for the exact float64 accumulation")
+    return _bands(a, best[1], ra), _bands(b, best[2], rb)
+
+
+def exact_matmul_f32(a, b, sig_a, sig_b, bias=None):
+    """RN32 of the exact ``a @ b (+ bias)`` for float64 operands holding exact values of <= sig bits each.
+
+    a: (..., M, K), b: (..., K, N) (broadcast batch); bias: (Bb, N) float64 or None with Bb 1 or the batch.
+    Returns float32 (batch..., M, N).
+    """
+    bands_a, bands_b = _plan(a, b, sig_a, sig_b, a.shape[-1])
+    parts = [np.matmul(pa, pb) for pa in bands_a for pb in bands_b]
+    shape = parts[0].shape
+    if len(parts) == 1 and bias is None:
+        return parts[0].astype(np.float32)                   # one exact float64 value per element: one RN
+    lead = shape[:-2]
+    nb = int(np.prod(lead)) if lead else 1
+    stacked = np.stack([p.reshape(nb, shape[-2], shape[-1]) for p in parts])
+    bias_arr = np.zeros((1, 0)) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
+    out = np.empty((nb, shape[-2], shape[-1]), np.float32)
+    _combine(stacked, bias_arr, out)
+    return out.reshape(shape)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def _sequential(a, b, bias, out):
+    """acc = bias (or the first product); acc = f32(acc + f32(a*b)) for k = 0, 1, ... (float32 operands)."""
+    nb, rows, kk = a.shape
+    cols = b.shape[2]
+    has_bias = bias.shape[1] > 0
+    for r in prange(nb * rows):
+        bi = r // rows
+        i = r % rows
+        ba = bi if a.shape[0] > 1 else 0
+        bb = bi if b.shape[0] > 1 else 0
+        bbias = bi if bias.shape[0] > 1 else 0
+        for j in range(cols):
+            if has_bias:
+                acc = bias[bbias, j]
+                start = 0
+            else:
+                acc = a[ba, i, 0] * b[bb, 0, j] if kk > 0 else np.float32(0.0)
+                start = 1
+            for t in range(start, kk):
+                acc = acc + a[ba, i, t] * b[bb, t, j]
+            out[bi, i, j] = acc
+
+
+def _as3(x):
+    return x.reshape((-1,) + x.shape[-2:])
+
+
+def float_matmul(a64, b64, sig_a, sig_b, *, float_accum="exact", base_k=128, bias=None, a32=None, b32=None):
+    """The fp32 L0C value of a float cube: ``a @ b`` (+ ``bias`` as the L0C start value) per ``float_accum``.
+
+    a64/b64: exact float64 operands (MX scales already applied exactly); a32/b32: the float32 operands the
+    golden uses for "numpy"/"sequential" (defaults: a64/b64 cast to float32 - exact for unscaled formats).
+    bias: (Bb, N) float32 or None. Returns float32 (batch..., M, N).
+    """
+    if float_accum not in FLOAT_ACCUM:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"float_accum={float_accum!r} is not valid; use one of "
+                                                  f"{list(FLOAT_ACCUM)}")
+    bias64 = None if bias is None else np.asarray(bias, np.float64)
+    if float_accum == "exact":
+        return exact_matmul_f32(a64, b64, sig_a, sig_b, bias64)
+    a32 = a64.astype(np.float32) if a32 is None else a32
+    b32 = b64.astype(np.float32) if b32 is None else b32
+    if float_accum == "numpy":
+        y = np.matmul(a32, b32).astype(np.float32)
+        if bias is not None:
+            y = (y + _bias_view(bias, y.ndim)).astype(np.float32)
+        return y
+    if float_accum == "sequential":
+        shape = np.broadcast_shapes(a32.shape[:-2], b32.shape[:-2]) + (a32.shape[-2], b32.shape[-1])
+        out = np.empty((int(np.prod(shape[:-2])) if shape[:-2] else 1,) + shape[-2:], np.float32)
+        bias_arr = np.zeros((1, 0), np.float32) if bias is None else np.ascontiguousarray(bias, np.float32)
+        a3 = np.ascontiguousarray(np.broadcast_to(a32, shape[:-2] + a32.shape[-2:])).reshape((-1,) + a32.shape[-2:])
+        b3 = np.ascontiguousarray(np.broadcast_to(b32, shape[:-2] + b32.shape[-2:])).reshape((-1,) + b32.shape[-2:])
+        _sequential(a3, b3, bias_arr, out)
+        return out.reshape(shape)
+    # kchunk: exact within each baseK chunk, rounded, then accumulated in fp32 in k order
+    k = a64.shape[-1]
+    shape = np.broadcast_shapes(a64.shape[:-2], b64.shape[:-2]) + (a64.shape[-2], b64.shape[-1])
+    acc = None
+    if bias is not None:
+        acc = np.ascontiguousarray(np.broadcast_to(_bias_view(bias, len(shape)), shape), dtype=np.float32)
+    for k0 in range(0, k, base_k):
+        part = exact_matmul_f32(a64[..., k0:k0 + base_k], b64[..., k0:k0 + base_k, :], sig_a, sig_b)
+        acc = part if acc is None else (acc + part).astype(np.float32)
+    if acc is None:
+        acc = np.zeros(shape, np.float32)
+    return acc
+
+
+def _bias_view(bias, ndim):
+    """(Bb, N) bias -> an array broadcasting against (batch..., M, N): Bb > 1 only for a 3-D output."""
+    bias = np.asarray(bias, np.float32)
+    if bias.shape[0] == 1:
+        return bias.reshape(-1)
+    return bias.reshape((bias.shape[0], 1, bias.shape[1]) if ndim == 3 else bias.shape)

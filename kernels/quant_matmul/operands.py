@@ -1,0 +1,178 @@
+"""User arrays -> the operands the cube sees: dtype relabelling, sub-byte unpacking, exact values, transposes.
+
+* Transposed views (aclnn ``TensorContiguousProcess`` / torch_npu ``is_transpose_last_two_dims``): an array whose
+  last two dims are a transposed C-contiguous block is taken as that block with the transpose flag flipped.
+* INT4 (codecs.md §8): two's-complement nibbles, element 2i in the low nibble; INT32 carries 8 nibbles LSB first
+  (on little-endian memory the same bytes). FP4 E2M1 (codecs.md §7.2): two codes per byte, element order per
+  ``fp4_nibble_order``; FLOAT32 carries 8 codes (the A8W4 "C0_4" weights). ml_dtypes int4 / float4_e2m1fn
+  arrays hold one element per byte and need no unpacking.
+* Float formats decode through ``npu_emu.dtypes.scalar.DECODE_TABLES`` (exact float32 values), widened to float64.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from npu_emu.dtypes import scalar
+from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from npu_emu.frontend import as_array, is_torch_tensor, resolve_dtype
+from npu_emu.kernels.quant_matmul.routing import TensorDesc
+
+FP4_ORDERS = ("low_first", "high_first")
+E8M0_ZERO = ("pow2", "zero")
+
+# significant bits of each float format (bounds the exactness of the float64 GEMMs in accum.py)
+SIG_BITS = {"float8_e4m3fn": 4, "float8_e5m2": 3, "hifloat8": 4, "float4_e2m1": 2, "float4_e1m2": 3}
+_ONE_PER_BYTE = (np.dtype("uint8"), np.dtype("int8"))
+
+
+@dataclass
+class Operand:
+    """A tensor argument after normalisation.
+
+    ``data``: C-contiguous storage (the caller's bytes, transposed views undone); ``dtype``: canonical name
+    after relabelling; ``desc``: the aclnn view (shape with packed dims expanded); ``flipped``: the caller's
+    array was a transposed view, so the aclnn layer flips the transpose flag.
+    """
+
+    name: str
+    data: np.ndarray
+    dtype: str
+    desc: TensorDesc
+    flipped: bool = False
+
+
+def _torch_transposed(t):
+    """``is_transpose_last_two_dims`` of op-plugin's QuantMatmulKernelNpuOpApi.cpp on a torch tensor."""
+    if t.dim() < 2 or t.dim() > 6:
+        return False
+    d1, d2 = t.dim() - 1, t.dim() - 2
+    if t.stride(d2) == 1 and t.stride(d1) == t.size(d2):
+        span = t.size(d1) * t.size(d2)
+        for bd in range(t.dim() - 3, -1, -1):
+            if t.stride(bd) != span:
+                return False
+            span *= t.size(bd)
+        return not (t.size(d1) == 1 and t.size(d2) == 1)
+    return False
+
+
+def _numpy_transposed(a):
+    if a.ndim < 2 or a.flags.c_contiguous:
+        return False
+    if a.shape[-1] == 1 and a.shape[-2] == 1:
+        return False
+    return np.swapaxes(a, -1, -2).flags.c_contiguous
+
+
+def storage_dtype_name(arr):
+    return resolve_dtype(arr.dtype, "array dtype")
+
+
+def packing(dtype, arr):
+    """Elements per stored item along the last dim: 2 (bytes), 8 (int32/float32 words) or 1."""
+    if dtype not in ("int4", "float4_e2m1", "float4_e1m2"):
+        return 1
+    if arr.dtype in _ONE_PER_BYTE:
+        return 2
+    if arr.dtype.itemsize == 4:
+        return 8
+    return 1
+
+
+def operand(x, name, dtype=None, *, origin=None, detect_transpose=False, int32_is_int4=False):
+    """Normalise an argument (None stays None). ``dtype`` relabels the caller's bits (torch_npu ``x1_dtype``...).
+
+    ``int32_is_int4``: x1/x2 of this op, where an INT32 tensor carries 8 INT4 values (its view counts them)."""
+    if x is None:
+        return None
+    flipped = False
+    if detect_transpose:
+        if is_torch_tensor(x) and _torch_transposed(x):
+            x, flipped = x.transpose(-1, -2), True
+        elif isinstance(x, np.ndarray) and _numpy_transposed(x):
+            x, flipped = np.swapaxes(x, -1, -2), True
+    arr = as_array(x, name, origin=origin)
+    own = storage_dtype_name(arr)
+    name_dt = own if dtype is None else resolve_dtype(dtype, f"{name} dtype")
+    if dtype is not None and name_dt != own:
+        _check_relabel(arr, own, name_dt, name)
+    per = 8 if (int32_is_int4 and name_dt == "int32") else packing(name_dt, arr)
+    shape = arr.shape
+    if per > 1 and arr.ndim >= 1:
+        shape = shape[:-1] + (shape[-1] * per,)
+    return Operand(name, arr, name_dt, TensorDesc(name_dt, tuple(shape)), flipped)
+
+
+def _check_relabel(arr, own, new, name):
+    """A relabel reinterprets bits: the storage item size must fit the new dtype (torch_npu make_wrapper)."""
+    ok = {
+        1: ("int8", "uint8", "hifloat8", "float8_e4m3fn", "float8_e5m2", "float8_e8m0", "float4_e2m1", "int4",
+            "float4_e1m2"),
+        2: ("float16", "bfloat16", "int16", "uint16"),
+        4: ("int32", "float32", "int4", "float4_e2m1", "uint32"),
+        8: ("int64", "uint64"),
+    }.get(arr.dtype.itemsize, ())
+    if new not in ok:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                         f"{name}: cannot relabel a {own} array as {new} (element size {arr.dtype.itemsize} byte(s));"
+                         f" pass the raw bits in a matching container (uint8 for 8-bit and packed 4-bit formats)")
+
+
+# --------------------------------------------------------------------------------------------------------------
+# unpacking and exact values
+# --------------------------------------------------------------------------------------------------------------
+
+def nibbles(data, order="low_first"):
+    """Packed bytes (or int32/float32 words, little-endian) -> one 4-bit code per element along the last dim."""
+    b = np.ascontiguousarray(data).view(np.uint8).reshape(data.shape[:-1] + (-1,))
+    lo = b & np.uint8(0x0F)
+    hi = b >> np.uint8(4)
+    first, second = (lo, hi) if order == "low_first" else (hi, lo)
+    return np.stack([first, second], axis=-1).reshape(b.shape[:-1] + (b.shape[-1] * 2,))
+
+
+def int_values(op):
+    """Integer operand -> int8 values in storage layout (INT4 sign-extended)."""
+    d = op.data
+    if op.dtype == "int8":
+        return d.view(np.int8) if d.dtype != np.int8 else d
+    if op.dtype in ("int4", "int32"):
+        if packing("int4", d) == 1:
+            return d.astype(np.int8)                      # ml_dtypes.int4: one value per byte
+        c = nibbles(d, "low_first").astype(np.int8)
+        return np.where(c >= 8, c - 16, c).astype(np.int8)
+    raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.name}: {op.dtype} is not an integer matmul input")
+
+
+def float_values(op, fp4_nibble_order="low_first"):
+    """Float operand -> exact float64 values in storage layout."""
+    d = op.data
+    if op.dtype in ("float8_e4m3fn", "float8_e5m2", "hifloat8"):
+        return scalar.DECODE_TABLES[op.dtype][d.view(np.uint8)].astype(np.float64)
+    if op.dtype == "float4_e2m1":
+        if packing("float4_e2m1", d) == 1:
+            codes = d.view(np.uint8) & np.uint8(0x0F)
+        else:
+            codes = nibbles(d, fp4_nibble_order)
+        return scalar.DECODE_TABLES["float4_e2m1"][codes].astype(np.float64)
+    raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.name}: {op.dtype} is not a float matmul input")
+
+
+def e8m0_values(op, e8m0_zero="pow2"):
+    """E8M0 scale codes -> float64 powers of two (0xFF NaN; 0x00 per ``e8m0_zero``)."""
+    table = scalar.DECODE_TABLES["float8_e8m0_zero" if e8m0_zero == "zero" else "float8_e8m0"]
+    return table[op.data.view(np.uint8)].astype(np.float64)
+
+
+def scale_values(op):
+    """float32 / bfloat16 / float16 scale or bias -> float32 (exact widening)."""
+    d = op.data
+    if d.dtype == np.float32:
+        return d
+    return d.astype(np.float32)
+
+
+def logical(x, transposed):
+    """Storage layout -> the logical (..., rows, cols) matrix view (no copy)."""
+    return np.swapaxes(x, -1, -2) if transposed else x

@@ -1,0 +1,419 @@
+"""Per-core kernels of SignBitsUnpack / SignBitsPack, transliterated from Ascend C (spec sign_bits.md §2.6, §2.9,
+§3.5, §3.9) onto the launch model and the instruction layer.
+
+910B: hicann/ops-math experimental/math/sign_bits_unpack/op_kernel/sign_bits_unpack.h (KernelSignBitsUnpack<T>)
+and experimental/math/sign_bits_pack/op_kernel/sign_bits_pack.h (KernelSignBitsPack<T>).
+950: math/sign_bits_unpack/op_kernel/arch35/sign_bits_unpack.h, math/sign_bits_pack/op_kernel/arch35/.
+
+GM tensors are the caller's exact-size arrays. The device reads and writes past their logical ends (§2.7, §3.7);
+here DataCopy cuts at the end of the GM view, and the access patterns below report those device accesses as
+``gm_overrun`` records instead. Halves travel as uint16 bits (numba has no float16).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from npu_emu.ascendc.cast import Cast
+from npu_emu.ascendc.cmpsel import Compare, CompareScalar, Select
+from npu_emu.ascendc.constants import (
+    CAST_NONE,
+    DT_AUTO,
+    DT_FLOAT,
+    DT_FLOAT16,
+    GE,
+    LT,
+    NE,
+    VSEL_TENSOR_SCALAR_MODE,
+    VSEL_TENSOR_TENSOR_MODE,
+)
+from npu_emu.ascendc.datacopy import DataCopy, DataCopyPad
+from npu_emu.ascendc.vector import Duplicate, Or
+from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
+from npu_emu.frontend import GmOverrun
+from npu_emu.launch import launch, ub_view
+from npu_emu.validate import AccessPattern, tile_ranges
+
+_KJ = dict(parallel=True, cache=True, error_model="numpy")
+
+F32_P1 = np.float32(1.0)
+F32_M1 = np.float32(-1.0)
+F16_P1 = np.uint16(0x3C00)
+F16_M1 = np.uint16(0xBC00)
+
+
+@njit(inline="always", cache=True)
+def _core_range(td, block_idx):
+    """Init(): the first tailBlockNum cores are big (one 64-byte block / one 512-byte unit more)."""
+    if block_idx < td.tailBlockNum:
+        return block_idx * td.bigCoreDataNum, td.finalBigTileNum, td.bigTailDataNum
+    start = block_idx * td.bigCoreDataNum - (td.bigCoreDataNum - td.smallCoreDataNum) * (block_idx - td.tailBlockNum)
+    return start, td.finalSmallTileNum, td.smallTailDataNum
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# SignBitsUnpack, 910B
+# ---------------------------------------------------------------------------------------------------------------
+
+@njit(**_KJ)
+def sign_bits_unpack_f32(block_dim, td, ub_size, x_gm, y_gm):
+    """KernelSignBitsUnpack<float>: per tile DataCopy in -> Duplicate(+1) -> Select(mask, out, -1) -> DataCopy out."""
+    buffer_num = 2 if td.bufferOpen else 1
+    tile = td.tileDataNum
+    in_bytes = buffer_num * tile
+    for block_idx in prange(block_dim):
+        ub = np.empty(ub_size, np.uint8)
+        in_start, tile_num, tail = _core_range(td, block_idx)
+        for i in range(tile_num):
+            in_len = tile if i < tile_num - 1 else tail
+            slot = i % buffer_num
+            in_ub = ub_view(ub, slot * tile, np.uint8, in_len)
+            out_ub = ub_view(ub, in_bytes + slot * 8 * tile * 4, np.float32, 8 * in_len)
+            off = in_start + i * tile
+            DataCopy(in_ub, x_gm[min(off, x_gm.size):], in_len)                         # CopyIn
+            Duplicate(out_ub, F32_P1, 8 * in_len)                                       # Compute
+            Select(out_ub, in_ub, out_ub, F32_M1, VSEL_TENSOR_SCALAR_MODE, 8 * in_len)
+            DataCopy(y_gm[min(8 * off, y_gm.size):], out_ub, 8 * in_len)                # CopyOut
+
+
+@njit(**_KJ)
+def sign_bits_unpack_f16(block_dim, td, ub_size, x_gm, y_gm):
+    """KernelSignBitsUnpack<half>: Duplicate(+1), then a Select with +1 (a no-op the source comments as data
+    alignment), then the Select with -1."""
+    buffer_num = 2 if td.bufferOpen else 1
+    tile = td.tileDataNum
+    in_bytes = buffer_num * tile
+    for block_idx in prange(block_dim):
+        ub = np.empty(ub_size, np.uint8)
+        in_start, tile_num, tail = _core_range(td, block_idx)
+        for i in range(tile_num):
+            in_len = tile if i < tile_num - 1 else tail
+            slot = i % buffer_num
+            in_ub = ub_view(ub, slot * tile, np.uint8, in_len)
+            out_ub = ub_view(ub, in_bytes + slot * 8 * tile * 2, np.uint16, 8 * in_len)
+            off = in_start + i * tile
+            DataCopy(in_ub, x_gm[min(off, x_gm.size):], in_len)
+            Duplicate(out_ub, F16_P1, 8 * in_len)
+            Select(out_ub, in_ub, out_ub, F16_P1, VSEL_TENSOR_SCALAR_MODE, 8 * in_len)
+            Select(out_ub, in_ub, out_ub, F16_M1, VSEL_TENSOR_SCALAR_MODE, 8 * in_len)
+            DataCopy(y_gm[min(8 * off, y_gm.size):], out_ub, 8 * in_len)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# SignBitsPack, 910B
+# ---------------------------------------------------------------------------------------------------------------
+
+@njit(inline="always", cache=True)
+def _pack_compute(out_ub, nan_ub, in_ub, count, dtype, cmp_mode, nan_bit, ftz):
+    """CompareScalar(out, in, 0, mode, count). The nan_bit=1 switch models a compare that reports NaN as true:
+    an isnan mask (Compare(x, x, NE)) ORed into the result."""
+    if dtype == DT_FLOAT16:
+        CompareScalar(out_ub, in_ub, np.uint16(0), cmp_mode, count, DT_FLOAT16, ftz)
+        if nan_bit:
+            Compare(nan_ub, in_ub, in_ub, NE, count, DT_FLOAT16, ftz)
+            Or(out_ub, out_ub, nan_ub, count // 8)
+    else:
+        CompareScalar(out_ub, in_ub, np.float32(0.0), cmp_mode, count, DT_AUTO, ftz)
+        if nan_bit:
+            Compare(nan_ub, in_ub, in_ub, NE, count, DT_AUTO, ftz)
+            Or(out_ub, out_ub, nan_ub, count // 8)
+
+
+@njit(inline="always", cache=True)
+def _pack_core(block_idx, block_dim, td, ub, x_gm, y_gm, dtype, pad_value, nan_bit, ftz):
+    buffer_num = 2 if td.usedDb else 1
+    tile = td.tileDataNum
+    es = x_gm.itemsize
+    in_bytes = buffer_num * tile * es
+    out_bytes = buffer_num * tile // 4               # the device's output buffer is twice what it needs
+    in_start, tile_num, tail = _core_range(td, block_idx)
+    out_start = in_start // 8
+    for i in range(tile_num):
+        slot = i % buffer_num
+        off = in_start + i * tile
+        in_ub = ub_view(ub, slot * tile * es, x_gm.dtype, tile)
+        out_ub = ub_view(ub, in_bytes + slot * (tile // 4), np.uint8, tile // 8)
+        nan_ub = ub_view(ub, in_bytes + out_bytes, np.uint8, tile // 8)
+        yo = min(out_start + i * (tile // 8), y_gm.size)
+        if i < tile_num - 1 or block_idx != block_dim - 1:
+            n = tile if i < tile_num - 1 else tail
+            DataCopy(in_ub, x_gm[min(off, x_gm.size):], n)                                   # CopyIn
+            _pack_compute(out_ub, nan_ub, in_ub, n, dtype, GE, nan_bit, ftz)                 # Compute
+            DataCopyPad(y_gm[yo:], out_ub, 1, n // 8, 0, 0)                                  # CopyOut
+        else:
+            # The last tile of the last core: DataCopyPad of lastCopyLength elements, right-padded with -1 to
+            # the 32-byte boundary, compare lastCalcLength elements, copy lastCalcLength / 8 bytes out.
+            DataCopyPad(in_ub, x_gm[min(off, x_gm.size):], 1, td.lastCopyLength * es, 0, 0,
+                        True, 0, td.rightPaddingElemNums, pad_value)
+            _pack_compute(out_ub, nan_ub, in_ub, td.lastCalcLength, dtype, GE, nan_bit, ftz)
+            DataCopyPad(y_gm[yo:], out_ub, 1, td.lastCalcLength // 8, 0, 0)
+
+
+@njit(**_KJ)
+def sign_bits_pack_f32(block_dim, td, ub_size, nan_bit, ftz, x_gm, y_gm):
+    for block_idx in prange(block_dim):
+        ub = np.empty(ub_size, np.uint8)
+        _pack_core(block_idx, block_dim, td, ub, x_gm, y_gm, DT_AUTO, F32_M1, nan_bit, ftz)
+
+
+@njit(**_KJ)
+def sign_bits_pack_f16(block_dim, td, ub_size, nan_bit, ftz, x_gm, y_gm):
+    for block_idx in prange(block_dim):
+        ub = np.empty(ub_size, np.uint8)
+        _pack_core(block_idx, block_dim, td, ub, x_gm, y_gm, DT_FLOAT16, F16_M1, nan_bit, ftz)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ascend 950 (arch35)
+# ---------------------------------------------------------------------------------------------------------------
+
+@njit(inline="always", cache=True)
+def _unpack950_core(block_idx, td, ub, x_gm, y_gm, to_f32):
+    """Exact-length DataCopyPad in and out (no overrun), Select mode 2 between +-1 half tensors, then (f32 output)
+    an exact half -> float Cast (§2.9). The arch35 code does Select and Cast in registers; here the selected halves
+    go to the upper half of the output buffer and the Cast widens them forward in place (each float lands on
+    halves already consumed), which keeps the UB budget of the tiling (1 + 8 * outSize + 32 bytes per input byte).
+    """
+    n = td.totalNum
+    start = block_idx * td.blockFactor
+    length = min(td.blockFactor, n - start)
+    u = td.ubFactor
+    step = u // 8                                            # input bytes per UB iteration
+    es = y_gm.itemsize
+    in_ub = ub_view(ub, 0, np.uint8, step)
+    out_ub = ub_view(ub, step, y_gm.dtype, u)
+    pos_ub = ub_view(ub, step + u * es, np.uint16, u)
+    neg_ub = ub_view(ub, step + u * es + 2 * u, np.uint16, u)
+    sel_ub = ub_view(ub, step + u * es - 2 * u, np.uint16, u)   # the last 2u bytes of the output buffer
+    Duplicate(pos_ub, F16_P1, u)
+    Duplicate(neg_ub, F16_M1, u)
+    done = 0
+    while done < length:
+        cnt = min(step, length - done)
+        DataCopyPad(in_ub, x_gm[start + done:], 1, cnt, 0, 0, True, 0, 0, 0)
+        Select(sel_ub, in_ub, pos_ub, neg_ub, VSEL_TENSOR_TENSOR_MODE, 8 * cnt)
+        if to_f32:
+            Cast(out_ub, sel_ub, CAST_NONE, 8 * cnt, DT_FLOAT, DT_FLOAT16)
+        DataCopyPad(y_gm[8 * (start + done):], out_ub, 1, 8 * cnt * es, 0, 0)
+        done += cnt
+
+
+@njit(**_KJ)
+def sign_bits_unpack_950_f32(block_dim, td, ub_size, x_gm, y_gm):
+    for block_idx in prange(block_dim):
+        ub = np.empty(ub_size, np.uint8)
+        _unpack950_core(block_idx, td, ub, x_gm, y_gm, True)
+
+
+@njit(**_KJ)
+def sign_bits_unpack_950_f16(block_dim, td, ub_size, x_gm, y_gm):
+    for block_idx in prange(block_dim):
+        ub = np.empty(ub_size, np.uint8)
+        _unpack950_core(block_idx, td, ub, x_gm, y_gm, False)
+
+
+@njit(inline="always", cache=True)
+def _reverse_bits(buf, count):
+    """The arch35 kernel's register-level bit reversal inside each byte (swap masks 0x55 / 0x33 / 0x0F)."""
+    for j in range(count):
+        b = np.uint32(buf[j])
+        b = ((b >> 1) & np.uint32(0x55)) | ((b & np.uint32(0x55)) << 1)
+        b = ((b >> 2) & np.uint32(0x33)) | ((b & np.uint32(0x33)) << 2)
+        b = ((b >> 4) & np.uint32(0x0F)) | ((b & np.uint32(0x0F)) << 4)
+        buf[j] = np.uint8(b & np.uint32(0xFF))
+
+
+@njit(inline="always", cache=True)
+def _pack950_core(block_idx, td, ub, x_gm, y_gm, dtype, pad_value, nan_bit, ftz):
+    """Compare(x, 0, LT) per 256-element slot, bit-reverse each byte (MSB first), exact tailByteCount writes;
+    the tail is padded with -1.0 (which gives bit 1 here)."""
+    slot = 256
+    n = td.totalNum
+    es = x_gm.itemsize
+    first = block_idx * td.slotsPerCore
+    last = min(first + td.slotsPerCore, (n + slot - 1) // slot)
+    per_tile = td.slotsPerTile
+    in_ub = ub_view(ub, 0, x_gm.dtype, per_tile * slot)
+    out_ub = ub_view(ub, per_tile * slot * es, np.uint8, per_tile * slot // 8)
+    nan_ub = ub_view(ub, per_tile * slot * es + per_tile * slot // 8, np.uint8, per_tile * slot // 8)
+    s = first
+    while s < last:
+        k = min(per_tile, last - s)
+        elems = min(k * slot, n - s * slot)
+        DataCopyPad(in_ub, x_gm[s * slot:], 1, elems * es, 0, 0, True, 0, 0, pad_value)
+        Duplicate(in_ub[elems:], pad_value, k * slot - elems)
+        _pack_compute(out_ub, nan_ub, in_ub, k * slot, dtype, LT, nan_bit, ftz)
+        nbytes = (elems + 7) // 8
+        _reverse_bits(out_ub, nbytes)
+        DataCopyPad(y_gm[s * slot // 8:], out_ub, 1, nbytes, 0, 0)
+        s += k
+
+
+@njit(**_KJ)
+def sign_bits_pack_950_f32(block_dim, td, ub_size, nan_bit, ftz, x_gm, y_gm):
+    for block_idx in prange(block_dim):
+        ub = np.empty(ub_size, np.uint8)
+        _pack950_core(block_idx, td, ub, x_gm, y_gm, DT_AUTO, F32_M1, nan_bit, ftz)
+
+
+@njit(**_KJ)
+def sign_bits_pack_950_f16(block_dim, td, ub_size, nan_bit, ftz, x_gm, y_gm):
+    for block_idx in prange(block_dim):
+        ub = np.empty(ub_size, np.uint8)
+        _pack950_core(block_idx, td, ub, x_gm, y_gm, DT_FLOAT16, F16_M1, nan_bit, ftz)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# host side: per-core split, access patterns, launch
+# ---------------------------------------------------------------------------------------------------------------
+
+def _split_910b(td, block_dim):
+    """(core_start, tile_num, tail) per core, exactly as the kernels' Init computes them."""
+    c = np.arange(block_dim, dtype=np.int64)
+    big = c < td.tailBlockNum
+    start = np.where(big, c * td.bigCoreDataNum,
+                     c * td.bigCoreDataNum - (td.bigCoreDataNum - td.smallCoreDataNum) * (c - td.tailBlockNum))
+    tiles = np.where(big, td.finalBigTileNum, td.finalSmallTileNum).astype(np.int64)
+    tail = np.where(big, td.bigTailDataNum, td.smallTailDataNum).astype(np.int64)
+    return start, tiles, tail
+
+
+def core_split(op, tr, family, n):
+    """Rows (core, start, length, tiles, tail length) for ``npu-emu tiling``; lengths in input units."""
+    td, bd = tr.tiling, tr.block_dim
+    rows = []
+    if family == "950":
+        if op == "unpack":
+            step = td.ubFactor // 8
+            for c in range(bd):
+                s = c * td.blockFactor
+                ln = max(0, min(td.blockFactor, n - s))
+                rows.append((c, s, ln, -(-ln // step), ln - (-(-ln // step) - 1) * step if ln else 0))
+        else:
+            for c in range(bd):
+                s = c * td.slotsPerCore * 256
+                ln = max(0, min(td.slotsPerCore * 256, n - s))
+                tiles = -(-(-(-ln // 256)) // td.slotsPerTile)
+                rows.append((c, s, ln, tiles, ln - (tiles - 1) * td.slotsPerTile * 256 if ln else 0))
+        return rows
+    start, tiles, tail = _split_910b(td, bd)
+    for c in range(bd):
+        length = (tiles[c] - 1) * td.tileDataNum + tail[c] if tiles[c] else 0
+        rows.append((c, int(start[c]), int(length), int(tiles[c]), int(tail[c])))
+    return rows
+
+
+def unpack_access(tr, n, out_itemsize, family):
+    """GM ranges (elements) and UB bytes of the unpack kernel, from the tiling data alone."""
+    td, bd = tr.tiling, tr.block_dim
+    out_dtype = np.float32 if out_itemsize == 4 else np.uint16
+    ap = AccessPattern(bd)
+    if family == "950":
+        ap.gm("self", n, np.uint8)
+        ap.gm("y", 8 * n, out_dtype, output=True)
+        core = np.arange(bd, dtype=np.int64)
+        start = core * td.blockFactor
+        stop = np.minimum(start + td.blockFactor, max(n, 0))
+        ap.read("self", core, 0, start, stop)
+        ap.write("y", core, 0, 8 * start, 8 * stop)
+        step = td.ubFactor // 8
+        ap.ub(core, -1, step + td.ubFactor * out_itemsize + 2 * 2 * td.ubFactor)
+        return ap
+    aligned = -(-n // 64) * 64
+    ap.gm("self", n, np.uint8, overrun=aligned - n)
+    ap.gm("y", 8 * n, out_dtype, output=True, overrun=8 * (aligned - n))
+    start, tiles, tail = _split_910b(td, bd)
+    core, tile, s, e = tile_ranges(start, tiles, td.tileDataNum, tail, block_dim=bd)
+    ap.read("self", core, tile, s, e)
+    ap.write("y", core, tile, 8 * s, 8 * e)
+    buffer_num = 2 if td.bufferOpen else 1
+    per_core = buffer_num * td.tileDataNum * (1 + 8 * out_itemsize)
+    if out_itemsize == 4:
+        per_core += 8 * td.tileDataNum * 2           # the f32 path's VECCALC half buffer (allocated, unused)
+    ap.ub(np.arange(bd), -1, per_core)
+    return ap
+
+
+def pack_access(tr, n, in_itemsize, family, nan_bit):
+    td, bd = tr.tiling, tr.block_dim
+    in_dtype = np.float32 if in_itemsize == 4 else np.uint16
+    packed = -(-n // 8)
+    ap = AccessPattern(bd)
+    if family == "950":
+        ap.gm("x", n, in_dtype)
+        ap.gm("y", packed, np.uint8, output=True)
+        core = np.arange(bd, dtype=np.int64)
+        s = np.minimum(core * td.slotsPerCore * 256, n)
+        e = np.minimum(s + td.slotsPerCore * 256, n)
+        ap.read("x", core, 0, s, e)
+        ap.write("y", core, 0, -(-s // 8), -(-e // 8))
+        per_tile = td.slotsPerTile * 256
+        ap.ub(core, -1, per_tile * in_itemsize + 2 * (per_tile // 8))
+        return ap
+    start, tiles, tail = _split_910b(td, bd)
+    core, tile, s, e = tile_ranges(start, tiles, td.tileDataNum, tail, block_dim=bd)
+    # The last tile of the last core reads lastCopyLength elements and writes lastCalcLength / 8 bytes.
+    last = np.flatnonzero((core == bd - 1) & (tile == tiles[bd - 1] - 1)) if bd > 0 else []
+    write_e = e // 8
+    for j in last:
+        e[j] = s[j] + td.lastCopyLength
+        write_e[j] = s[j] // 8 + td.lastCalcLength // 8
+    overrun = max(0, int(write_e.max()) - packed) if len(write_e) else 0
+    ap.gm("x", n, in_dtype)
+    ap.gm("y", packed, np.uint8, output=True, overrun=overrun)
+    ap.read("x", core, tile, s, e)
+    ap.write("y", core, tile, s // 8, write_e)
+    buffer_num = 2 if td.usedDb else 1
+    per_core = buffer_num * td.tileDataNum * in_itemsize + buffer_num * td.tileDataNum // 4
+    if nan_bit:
+        per_core += td.tileDataNum // 8             # the isnan mask of the nan_bit=1 switch
+    ap.ub(np.arange(bd), -1, per_core)
+    return ap
+
+
+def with_block_dim(tr, block_dim):
+    """A user may launch their tiling with another block_dim (a user-supplied tiling's SetBlockDim)."""
+    if block_dim is None:
+        return tr
+    from dataclasses import replace
+
+    if isinstance(block_dim, bool) or not isinstance(block_dim, (int, np.integer)) or block_dim < 1:
+        raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR, f"block_dim={block_dim!r} must be a positive integer")
+    return replace(tr, block_dim=int(block_dim))
+
+
+def _overruns(report):
+    if report is None:
+        return []
+    return [GmOverrun(o.tensor, o.mode, o.start_byte, o.end_byte, o.core) for o in report.overruns]
+
+
+def run_unpack(x, y, tr, family, *, validate=True):
+    """Launch the unpack kernel: x uint8[N], y float32[8N] or float16[8N]. Returns the gm_overrun records."""
+    f16 = y.dtype == np.float16
+    yk = y.view(np.uint16) if f16 else y
+    if family == "950":
+        kern = sign_bits_unpack_950_f16 if f16 else sign_bits_unpack_950_f32
+    else:
+        kern = sign_bits_unpack_f16 if f16 else sign_bits_unpack_f32
+    ap = unpack_access(tr, x.size, y.dtype.itemsize, family)
+    report = launch(kern, tr.block_dim, tr.tiling, x, yk, ub_size=tr.ub_size, access=ap, validate=validate)
+    return _overruns(report)
+
+
+def run_pack(bits, y, tr, family, *, nan_bit=0, ftz=False, validate=True):
+    """Launch the pack kernel on the input's bits (uint16 for half, float32 for float) into y uint8[ceil(N/8)]."""
+    f16 = bits.dtype == np.uint16
+    xk = bits if f16 else bits.view(np.float32)
+    if family == "950":
+        kern = sign_bits_pack_950_f16 if f16 else sign_bits_pack_950_f32
+    else:
+        kern = sign_bits_pack_f16 if f16 else sign_bits_pack_f32
+    ap = pack_access(tr, xk.size, xk.itemsize, family, nan_bit)
+    nb, fz = int(nan_bit), bool(ftz)
+
+    def kernel(block_dim, td, ub_size, x_gm, y_gm):
+        kern(block_dim, td, ub_size, nb, fz, x_gm, y_gm)
+
+    kernel.__name__ = kern.__name__
+    report = launch(kernel, tr.block_dim, tr.tiling, xk, y, ub_size=tr.ub_size, access=ap, validate=validate)
+    return _overruns(report)

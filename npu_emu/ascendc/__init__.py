@@ -1,0 +1,59 @@
+"""The Ascend C instruction layer: njit functions with the semantics of the Ascend C basic APIs.
+
+A kernel in ``kernels/<op>/kernel.py`` calls these with the names and argument order of its Ascend C original, on
+typed 1-D views: a LocalTensor is a numpy view of the core's UB, a GlobalTensor a 1-D array (``x_gm[offset:]``
+for ``xGm[offset]``). Formats numba cannot hold (half, bf16, FP8, HiF8, FP4, E8M0) travel as uint16 / uint8 bit
+views; instructions whose result depends on the format take a ``DT_*`` tag (``constants``). Every function is
+``@njit(inline='always', cache=True, error_model='numpy')``; nothing is compiled at import.
+
+Count-mode ("tensor前n个数据计算") forms only; the mask / repeat forms are not needed by the kernels in scope
+(spec sign_bits.md, gather_dequant_int8.md, mx_quant.md, quant_matmul.md).
+
+Modules: ``datacopy`` (DataCopy, DataCopyPad and their Python-level struct forms), ``vector`` (Duplicate, Add, Sub,
+Mul, Max, Min, Adds, Muls, Abs, ShiftLeft, ShiftRight, And, Or, Not, ReduceMax), ``cmpsel`` (Compare,
+CompareScalar / Compares, Select), ``cast`` (Cast), ``mmad`` (Mmad, MmadParams, layout helpers), ``constants``
+(SELMODE, CMPMODE, RoundMode, DT_* tags, Cast flags), ``params`` (DataCopyParams), ``nz`` (NZ layout helpers),
+``deq`` (the enhanced CO1 -> CO2 DataCopy with dequantisation).
+"""
+
+from npu_emu.ascendc.cast import Cast
+from npu_emu.ascendc.cmpsel import Compare, Compares, CompareScalar, Select
+from npu_emu.ascendc.constants import *  # noqa: F401,F403  (the enums are part of the API)
+from npu_emu.ascendc.constants import __all__ as _constants_all
+from npu_emu.ascendc.datacopy import (
+    DataCopy,
+    DataCopyExtParams,
+    DataCopyPad,
+    DataCopyPadExtParams,
+    data_copy,
+    data_copy_pad,
+)
+from npu_emu.ascendc.mmad import Mmad, MmadParams, l0c_to_nd, mmad, nd_to_l0a, nd_to_l0b
+from npu_emu.ascendc.params import DataCopyParams
+from npu_emu.ascendc.vector import (
+    Abs,
+    Add,
+    Adds,
+    And,
+    Duplicate,
+    Max,
+    Min,
+    Mul,
+    Muls,
+    Not,
+    Or,
+    ReduceMax,
+    ShiftLeft,
+    ShiftRight,
+    Sub,
+)
+
+__all__ = [
+    "DataCopy", "DataCopyPad", "DataCopyParams", "DataCopyExtParams", "DataCopyPadExtParams", "data_copy",
+    "data_copy_pad",
+    "Duplicate", "Add", "Sub", "Mul", "Max", "Min", "Adds", "Muls", "Abs", "ShiftLeft", "ShiftRight", "And", "Or",
+    "Not", "ReduceMax",
+    "Compare", "CompareScalar", "Compares", "Select",
+    "Cast",
+    "Mmad", "MmadParams", "mmad", "nd_to_l0a", "nd_to_l0b", "l0c_to_nd",
+] + list(_constants_all)

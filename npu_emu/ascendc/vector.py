@@ -1,0 +1,372 @@
+"""Vector arithmetic, logic and reduction instructions in count mode ("tensor前n个数据计算").
+
+Each function processes the first ``count`` elements of its LocalTensor views (cut at the end of the shortest
+view: the emulator never writes outside a view). Element formats (``dtype`` argument, a ``DT_*`` tag from
+``npu_emu.ascendc.constants``):
+
+* ``DT_AUTO`` (default): the numpy dtype of the views. float32 uses IEEE single-precision operations (numba, no
+  fastmath, no FMA); integer types wrap around on overflow (the vector ALU does not saturate integer
+  Add/Sub/Mul; Reg ``Abs.md``: "非饱和截断").
+* ``DT_FLOAT16`` / ``DT_BF16`` on uint16 bit views (scalars as uint16 bits): every operation is
+  ``round_rne(f32(a) op f32(b))`` (spec codecs.md §3.2: float32 has enough precision for this double rounding to
+  be innocuous, so the result is the correctly rounded half / bf16 result), Inf/NaN mode (no saturation; Reg
+  ``Mul.md``: "输出结果为不饱和模式").
+
+``ftz=True`` models the ``fp16_subnormal="flush"`` / ``ftz`` switches of the op specs (gather_dequant_int8.md §0,
+mx_quant.md §9): subnormal operands are read as zeros of the same sign and subnormal results become signed zeros.
+Default ``False``: IEEE gradual underflow.
+
+Structure (compile time): the public functions are tiny ``inline='always'`` dispatchers; with a constant ``dtype``
+numba keeps one call, to a loop function compiled once per signature and cached on disk (inlining the codecs into
+every call site instead costs about a minute of compile time per kernel).
+
+Sources: ``cannmirror/asc-devkit: docs/zh/api/SIMD-API/基础API/Memory矢量计算/基础算术/*.md``, ``逻辑计算/*.md``,
+``数据填充/Duplicate.md``, ``归约计算/ReduceMax.md``; ``Reg矢量计算/基础算术/Max.md``, ``Min.md`` (signed zeros).
+"""
+
+import numpy as np
+from numba import literally, njit
+
+from npu_emu.ascendc._elem import as_elem, flush_f32, flush_u16, is_float, itemsize, pick
+from npu_emu.ascendc.constants import CAST_RINT, DT_AUTO, DT_BF16, DT_FLOAT16
+from npu_emu.dtypes.scalar import bf16_to_f32, f16_to_f32, f32_as_u32, f32_to_bf16, f32_to_f16, u32_as_f32
+
+_INLINE = dict(inline="always", cache=True, error_model="numpy")
+_LOOP = dict(cache=True, error_model="numpy")
+
+_ADD = 0
+_SUB = 1
+_MUL = 2
+_MAX = 3
+_MIN = 4
+
+
+@njit(**_INLINE)
+def _fminmax(a, b, op, nan_propagate):
+    """IEEE 754-2019 maximum / minimum on float32: NaN propagates (or is ignored), max(-0, +0) = +0, min = -0."""
+    if a != a:
+        return a if (nan_propagate or b != b) else b
+    if b != b:
+        return b if nan_propagate else a
+    if a == b:
+        a_neg = (f32_as_u32(a) >> np.uint32(31)) != 0
+        if op == _MAX:
+            return b if a_neg else a
+        return a if a_neg else b
+    if op == _MAX:
+        return a if a > b else b
+    return a if a < b else b
+
+
+@njit(**_INLINE)
+def _f32_op(a, b, op, ftz, nan_propagate):
+    """One float32 operation (operands and result flushed when ``ftz``)."""
+    if ftz:
+        a = flush_f32(a)
+        b = flush_f32(b)
+    if op == _ADD:
+        r = np.float32(a + b)
+    elif op == _SUB:
+        r = np.float32(a - b)
+    elif op == _MUL:
+        r = np.float32(a * b)
+    else:
+        r = _fminmax(a, b, op, nan_propagate)
+    return flush_f32(r) if ftz else r
+
+
+@njit(**_INLINE)
+def _u16_pick(ha, hb, fa, fb, op, nan_propagate):
+    """Max / Min of two half / bf16 values returns one operand's bits unchanged (no re-rounding, NaN kept)."""
+    r = _fminmax(fa, fb, op, nan_propagate)
+    if r != r:
+        return ha if fa != fa else hb
+    if r == fa and ((f32_as_u32(r) ^ f32_as_u32(fa)) >> np.uint32(31)) == 0:
+        return ha
+    return hb
+
+
+@njit(**_LOOP)
+def _binary_f16(dst, src0, src1, n, op, ftz, nan_propagate):
+    """Half loop; src1 is a tensor or a scalar (uint16 bits)."""
+    for i in range(n):
+        ha = np.uint16(src0[i])
+        hb = np.uint16(pick(src1, i))
+        if ftz:
+            ha = flush_u16(ha, DT_FLOAT16)
+            hb = flush_u16(hb, DT_FLOAT16)
+        fa = f16_to_f32(ha)
+        fb = f16_to_f32(hb)
+        if op == _MAX or op == _MIN:
+            dst[i] = _u16_pick(ha, hb, fa, fb, op, nan_propagate)
+        else:
+            h = f32_to_f16(_f32_op(fa, fb, op, False, nan_propagate), CAST_RINT, False)
+            dst[i] = flush_u16(h, DT_FLOAT16) if ftz else h
+
+
+@njit(**_LOOP)
+def _binary_bf16(dst, src0, src1, n, op, ftz, nan_propagate):
+    """bf16 loop (same as _binary_f16 with the bf16 codecs)."""
+    for i in range(n):
+        ha = np.uint16(src0[i])
+        hb = np.uint16(pick(src1, i))
+        if ftz:
+            ha = flush_u16(ha, DT_BF16)
+            hb = flush_u16(hb, DT_BF16)
+        fa = bf16_to_f32(ha)
+        fb = bf16_to_f32(hb)
+        if op == _MAX or op == _MIN:
+            dst[i] = _u16_pick(ha, hb, fa, fb, op, nan_propagate)
+        else:
+            h = f32_to_bf16(_f32_op(fa, fb, op, False, nan_propagate), CAST_RINT, False)
+            dst[i] = flush_u16(h, DT_BF16) if ftz else h
+
+
+@njit(**_LOOP)
+def _binary_native(dst, src0, src1, n, op, ftz, nan_propagate):
+    """float32 (IEEE) or integer (wrap-around) loop; src1 is a tensor or a scalar of the element type."""
+    for i in range(n):
+        a = src0[i]
+        b = pick(src1, i)
+        if is_float(a):
+            dst[i] = _f32_op(np.float32(a), np.float32(b), op, ftz, nan_propagate)
+        elif op == _ADD:
+            dst[i] = a + b
+        elif op == _SUB:
+            dst[i] = a - b
+        elif op == _MUL:
+            dst[i] = a * b
+        elif op == _MAX:
+            dst[i] = a if a > b else b
+        else:
+            dst[i] = a if a < b else b
+
+
+@njit(**_INLINE)
+def _binary(dst, src0, src1, n, op, dtype, ftz, nan_propagate):
+    if dtype == DT_FLOAT16:
+        _binary_f16(dst, src0, src1, n, op, ftz, nan_propagate)
+    elif dtype == DT_BF16:
+        _binary_bf16(dst, src0, src1, n, op, ftz, nan_propagate)
+    else:
+        _binary_native(dst, src0, src1, n, op, ftz, nan_propagate)
+
+
+@njit(**_INLINE)
+def Duplicate(dst, scalarValue, count):
+    """AscendC::Duplicate(dst, scalarValue, count): dst[i] = scalarValue for i < count (``Duplicate.md``).
+
+    The scalar is converted to the element type of dst (pass half / bf16 values as uint16 bits).
+    """
+    v = as_elem(dst, scalarValue)
+    dst[:min(count, len(dst))] = v
+
+
+@njit(**_INLINE)
+def Add(dst, src0, src1, count, dtype=DT_AUTO, ftz=False):
+    """AscendC::Add(dst, src0, src1, count): dst[i] = src0[i] + src1[i] (``Add.md``)."""
+    _binary(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _ADD, dtype, ftz, True)
+
+
+@njit(**_INLINE)
+def Sub(dst, src0, src1, count, dtype=DT_AUTO, ftz=False):
+    """AscendC::Sub(dst, src0, src1, count): dst[i] = src0[i] - src1[i] (``Sub.md``)."""
+    _binary(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _SUB, dtype, ftz, True)
+
+
+@njit(**_INLINE)
+def Mul(dst, src0, src1, count, dtype=DT_AUTO, ftz=False):
+    """AscendC::Mul(dst, src0, src1, count): dst[i] = src0[i] * src1[i] (``Mul.md``)."""
+    _binary(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _MUL, dtype, ftz, True)
+
+
+@njit(**_INLINE)
+def Max(dst, src0, src1, count, dtype=DT_AUTO, nan_propagate=True):
+    """AscendC::Max(dst, src0, src1, count): element-wise maximum (``Max.md``).
+
+    Floats: max(-0, +0) = +0 (Reg ``Max.md`` 约束说明). NaN handling is not documented; default: a NaN operand
+    gives NaN (the ``nan_in_max="propagate"`` default of mx_quant.md §9, [HW-unverified]); ``nan_propagate=False``
+    returns the other operand (``"ignore"``). Half / bf16 results are one operand's bits, unchanged.
+    """
+    _binary(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _MAX, dtype, False, nan_propagate)
+
+
+@njit(**_INLINE)
+def Min(dst, src0, src1, count, dtype=DT_AUTO, nan_propagate=True):
+    """AscendC::Min(dst, src0, src1, count): element-wise minimum; min(-0, +0) = -0 (Reg ``Min.md``); NaN as Max."""
+    _binary(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _MIN, dtype, False, nan_propagate)
+
+
+@njit(**_INLINE)
+def Adds(dst, src, scalarValue, count, dtype=DT_AUTO, ftz=False):
+    """AscendC::Adds(dst, src, scalarValue, count): dst[i] = src[i] + scalarValue (``Adds.md``).
+
+    The scalar has the element type (half: uint16 bits). GatherDequantInt8 uses the half form (gather_dequant_int8.md
+    §3.3: ``Adds(calc, calc, negZ, E)``, one fp16 rounding).
+    """
+    _binary(dst, src, as_elem(src, scalarValue), min(count, len(dst), len(src)), _ADD, dtype, ftz, True)
+
+
+@njit(**_INLINE)
+def Muls(dst, src, scalarValue, count, dtype=DT_AUTO, ftz=False):
+    """AscendC::Muls(dst, src, scalarValue, count): dst[i] = src[i] * scalarValue (``Muls.md``)."""
+    _binary(dst, src, as_elem(src, scalarValue), min(count, len(dst), len(src)), _MUL, dtype, ftz, True)
+
+
+_AND = 0
+_OR = 1
+_NOT = 2
+_SHL = 3
+_SHR = 4
+_ABS = 5
+
+
+@njit(**_LOOP)
+def _bit_loop(dst, src0, src1, n, op, half_like):
+    """Bitwise / shift / abs loops (src1: a tensor, or the shift amount). A separate function, not inlined: loops
+    inlined into a kernel over views of the UB byte buffer do not vectorise. ``op`` is a literal: each
+    instruction compiles its own branch (a float tensor has no ``&``)."""
+    literally(op)
+    bits = itemsize(src0) * 8
+    signed = as_elem(src0, -1) < 0
+    if op == _AND:
+        for i in range(n):
+            dst[i] = src0[i] & pick(src1, i)
+    elif op == _OR:
+        for i in range(n):
+            dst[i] = src0[i] | pick(src1, i)
+    elif op == _NOT:
+        for i in range(n):
+            dst[i] = ~src0[i]
+    elif op == _ABS:
+        if half_like:
+            for i in range(n):
+                dst[i] = np.uint16(np.uint16(src0[i]) & np.uint16(0x7FFF))
+        else:
+            for i in range(n):
+                x = src0[i]
+                if is_float(x):
+                    dst[i] = u32_as_f32(np.uint32(f32_as_u32(np.float32(x)) & np.uint32(0x7FFFFFFF)))
+                else:
+                    dst[i] = -x if x < 0 else x
+    elif op == _SHL:
+        s = min(np.int64(pick(src1, 0)), bits)
+        if signed:
+            low = (np.int64(1) << np.int64(bits - 1)) - 1
+            for i in range(n):
+                v = np.int64(src0[i])
+                mag = (v << s) & low if s < bits else np.int64(0)
+                dst[i] = mag - (low + 1) if v < 0 else mag
+        else:
+            for i in range(n):
+                dst[i] = (np.uint64(src0[i]) << np.uint64(s)) if s < bits else 0
+    else:
+        s = np.int64(pick(src1, 0))
+        if signed:
+            s = min(s, bits - 1)
+            for i in range(n):
+                dst[i] = np.int64(src0[i]) >> s
+        else:
+            for i in range(n):
+                dst[i] = (np.uint64(src0[i]) >> np.uint64(s)) if s < bits else 0
+
+
+@njit(**_INLINE)
+def Abs(dst, src, count, dtype=DT_AUTO):
+    """AscendC::Abs(dst, src, count): |src[i]| (``Abs.md``).
+
+    Floats: the sign bit is cleared (exact; NaN stays NaN). Integers wrap: Abs(-128) of int8 is -128 (Reg
+    ``Abs.md``: "非饱和截断").
+    """
+    _bit_loop(dst, src, 0, min(count, len(dst), len(src)), _ABS, dtype == DT_FLOAT16 or dtype == DT_BF16)
+
+
+@njit(**_INLINE)
+def ShiftLeft(dst, src, scalarValue, count):
+    """AscendC::ShiftLeft(dst, src, scalarValue, count) (``ShiftLeft.md``).
+
+    Unsigned types: logical shift. Signed types: "arithmetic" left shift as documented: the sign bit is kept and
+    the bits below it shift ("次高位被丢弃": int16 0b1010101010101010 << 1 = 0b1101010101010100). Shifts of the bit
+    width or more give 0 (the sign bit alone for negative signed values): undocumented, the emulator's choice.
+    """
+    _bit_loop(dst, src, np.int64(scalarValue), min(count, len(dst), len(src)), _SHL, False)
+
+
+@njit(**_INLINE)
+def ShiftRight(dst, src, scalarValue, count):
+    """AscendC::ShiftRight(dst, src, scalarValue, count) (``ShiftRight.md``): logical for unsigned, arithmetic
+    (sign-filling) for signed types. Shifts of the bit width or more give 0 or -1 (undocumented, the emulator's
+    choice)."""
+    _bit_loop(dst, src, np.int64(scalarValue), min(count, len(dst), len(src)), _SHR, False)
+
+
+@njit(**_INLINE)
+def And(dst, src0, src1, count):
+    """AscendC::And(dst, src0, src1, count): bitwise and (``And.md``; int16 / uint16 on A2, any int type here)."""
+    _bit_loop(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _AND, False)
+
+
+@njit(**_INLINE)
+def Or(dst, src0, src1, count):
+    """AscendC::Or(dst, src0, src1, count): bitwise or (``Or.md``)."""
+    _bit_loop(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _OR, False)
+
+
+@njit(**_INLINE)
+def Not(dst, src, count):
+    """AscendC::Not(dst, src, count): bitwise not (``Not.md``)."""
+    _bit_loop(dst, src, 0, min(count, len(dst), len(src)), _NOT, False)
+
+
+@njit(**_INLINE)
+def _float_greater(a, b):
+    """ReduceMax order on float32: NaN above everything (the first NaN wins), +0 above -0, ties keep the first."""
+    if b != b:
+        return False
+    if a != a:
+        return True
+    if a == b:
+        return (f32_as_u32(a) >> np.uint32(31)) == 0 and (f32_as_u32(b) >> np.uint32(31)) != 0
+    return a > b
+
+
+@njit(**_LOOP)
+def _reduce_max(src, n, dtype):
+    """Index of the maximum of src[:n] (n >= 1)."""
+    idx = 0
+    for i in range(1, n):
+        if dtype == DT_FLOAT16:
+            g = _float_greater(f16_to_f32(np.uint16(src[i])), f16_to_f32(np.uint16(src[idx])))
+        elif dtype == DT_BF16:
+            g = _float_greater(bf16_to_f32(np.uint16(src[i])), bf16_to_f32(np.uint16(src[idx])))
+        elif is_float(src[i]):
+            g = _float_greater(np.float32(src[i]), np.float32(src[idx]))
+        else:
+            g = src[i] > src[idx]
+        if g:
+            idx = i
+    return idx
+
+
+@njit(**_INLINE)
+def ReduceMax(dst, src, sharedTmpBuffer, count, calIndex=False, dtype=DT_AUTO):
+    """AscendC::ReduceMax(dst, src, sharedTmpBuffer, count, calIndex) (``归约计算/ReduceMax.md``).
+
+    dst[0] = the maximum of src[:count]; with calIndex, dst[1] = its index (the smallest index among equal
+    maxima), stored as the bit pattern of T ("索引按操作数的数据类型存储": reinterpret dst[1:2] as uint32 /
+    uint16 to read it; for half the index must be < 65536). ``sharedTmpBuffer`` is accepted for signature
+    fidelity and not used. NaN: not documented; here the first NaN is the maximum (propagation, [HW-unverified]);
+    +0 counts above -0. count == 0 is a no-op.
+    """
+    n = min(count, len(src))
+    if n <= 0:
+        return
+    idx = _reduce_max(src, n, dtype)
+    dst[0] = src[idx]
+    if calIndex and len(dst) > 1:
+        if dtype == DT_FLOAT16 or dtype == DT_BF16:
+            dst[1] = np.uint16(idx)
+        elif is_float(src[0]):
+            dst[1] = u32_as_f32(np.uint32(idx))
+        else:
+            dst[1] = idx

@@ -1,0 +1,553 @@
+"""The ``npu-emu`` command: run ops on CANN gen_data-style .bin files, print tilings, make goldens, compare, demo.
+
+Each op family contributes a ``kernels/<op>/cli.py`` with a ``COMMANDS`` dict:
+``{op_name: {"help": str, "run": (add_arguments, handler), "tiling": (add_arguments, handler),
+"golden": (add_arguments, handler)}}`` (any subset). This module only wires them up and adds the op-independent
+subcommands (list, compare, demo, bench). Handlers return the exit status; a handler that cannot go on raises
+``SystemExit("npu-emu: what went wrong; what to change")`` (exit status 2) or an AclnnError (exit status 2, with
+the aclnn status code).
+"""
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+import numpy as np
+
+from npu_emu.errors import AclnnError
+
+# Op families with a CLI module, in the order `npu-emu list` shows them. A module that is not there yet (an op
+# family still being written) is skipped.
+CLI_MODULES = (
+    "npu_emu.kernels.sign_bits.cli",
+    "npu_emu.kernels.gather_dequant_int8.cli",
+    "npu_emu.kernels.mx_quant.cli",
+    "npu_emu.kernels.quant_matmul.cli",
+)
+
+# Formats npu-emu encodes/decodes (spec README §5: aclDataType codes) and how a .bin file stores them.
+FORMATS = (
+    ("float8_e4m3fn", 36, "1 byte per element (ml_dtypes.float8_e4m3fn)"),
+    ("float8_e5m2", 35, "1 byte per element (ml_dtypes.float8_e5m2)"),
+    ("float8_e8m0", 37, "1 byte per element, uint8 codes (E8M0 scales)"),
+    ("hifloat8", 34, "1 byte per element, uint8 codes"),
+    ("float4_e2m1", 40, "2 elements per byte, element 0 in the low nibble"),
+    ("float4_e1m2", 41, "2 elements per byte, element 0 in the low nibble"),
+)
+
+EXAMPLES = """\
+examples:
+  npu-emu list                                   ops, SoCs and formats
+  npu-emu demo --small                           every op once, checked bit-exactly against its golden
+  npu-emu golden sign_bits_unpack --out case/    random input + expected output + manifest.json
+  npu-emu run sign_bits_unpack --input case/x.bin --size 1 --dtype float32 --output y.bin
+  npu-emu compare y.bin case/golden.bin --dtype float32
+  npu-emu tiling sign_bits_unpack --n 125000000 --soc ascend910b2
+  npu-emu OP-VERB OP --help                      e.g. npu-emu run quant_matmul --help
+"""
+
+
+def _load_commands():
+    commands = {}
+    for mod in CLI_MODULES:
+        try:
+            m = importlib.import_module(mod)
+        except ModuleNotFoundError as e:  # an op family not written (or not installed) yet
+            if e.name and mod.startswith(e.name):
+                continue
+            raise
+        commands.update(m.COMMANDS)
+    for name, spec in _builtin_commands().items():
+        commands.setdefault(name, spec)
+    return commands
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# shared helpers for the per-op modules
+# ---------------------------------------------------------------------------------------------------------------
+
+def read_bin(path, dtype, shape=None):
+    """Raw little-endian .bin as written by CANN's gen_data.py (``ndarray.tofile``)."""
+    from npu_emu.frontend import storage_dtype
+
+    try:
+        data = np.fromfile(path, dtype=storage_dtype(dtype))
+    except FileNotFoundError:
+        raise SystemExit(f"npu-emu: input file {path} does not exist; check the path") from None
+    except IsADirectoryError:
+        raise SystemExit(f"npu-emu: {path} is a directory; name the .bin file inside it") from None
+    if shape is not None:
+        want = int(np.prod(shape))
+        if data.size != want:
+            raise SystemExit(f"npu-emu: {path} holds {data.size} {dtype} elements, the shape {tuple(shape)} "
+                             f"needs {want}; check --shape/--dtype")
+        data = data.reshape(shape)
+    return data
+
+
+def write_bin(path, arr):
+    """Raw little-endian bytes of ``arr`` (numpy or torch), as ``ndarray.tofile`` writes them."""
+    from npu_emu.frontend import as_array
+
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise SystemExit(f"npu-emu: the folder {d} for {path} does not exist; create it first")
+    np.ascontiguousarray(as_array(arr, "output")).tofile(path)
+
+
+def parse_shape(text):
+    try:
+        return tuple(int(t) for t in text.replace("x", ",").split(",") if t.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"shape {text!r} must look like 128,256 or 128x256") from None
+
+
+def _dtype_arg(text):
+    from npu_emu.frontend import resolve_dtype
+
+    try:
+        return resolve_dtype(text)
+    except AclnnError as e:
+        raise argparse.ArgumentTypeError(e.message) from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# list
+# ---------------------------------------------------------------------------------------------------------------
+
+def _cmd_list(args, commands):
+    from npu_emu import platforms
+
+    print("ops (npu-emu VERB OP --help for the options):")
+    for name, spec in commands.items():
+        verbs = ", ".join(v for v in ("run", "tiling", "golden") if v in spec)
+        print(f"  {name:28s} {spec.get('help', '')}  [{verbs}]")
+    print("demo cases (npu-emu demo --only KEY, --shape KEY=DIMS):")
+    from npu_emu import demo
+
+    for key, b in demo.BUILDERS.items():
+        print(f"  {key:28s} production {demo.fmt_dims(b.production):>16s}  small {demo.fmt_dims(b.small):>12s}  "
+              f"{b.help}")
+    print("socs (--soc):")
+    for name in platforms.names():
+        p = platforms.get(name)
+        figs = p.known_figures()
+        parts = []
+        for key, label, unit in (("vector_cores", "AIV", 1), ("cube_cores", "AIC", 1), ("ub_size", "UB", 1),
+                                 ("hbm_Bps", "HBM GB/s", 1e9)):
+            if key in figs:
+                parts.append(f"{label} {figs[key] / unit:g}")
+        print(f"  {name:16s} {'  '.join(parts):44s} {getattr(p, 'product', '')}")
+    print("formats (--dtype, npu_emu.dtypes.encode/decode):")
+    for name, code, storage in FORMATS:
+        print(f"  {name:16s} aclDataType {code:>2}  .bin: {storage}")
+    print("other --dtype names: float32 float16 bfloat16 int8 uint8 int16 uint16 int32 uint32 int64 uint64 "
+          "float64 bool int4")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# compare (CANN compare_data.py / verify_result.py style)
+# ---------------------------------------------------------------------------------------------------------------
+
+_FLOAT_CODES = ("float8_e4m3fn", "float8_e5m2", "float8_e8m0", "hifloat8", "float4_e2m1", "float4_e1m2")
+
+
+def _manifest_entry(path):
+    """dtype/shape of ``path`` from a manifest.json next to it (written by ``npu-emu golden``), or None."""
+    mpath = os.path.join(os.path.dirname(os.path.abspath(path)), "manifest.json")
+    try:
+        with open(mpath) as f:
+            manifest = json.load(f)
+    except (OSError, ValueError):
+        return None
+    base = os.path.basename(path)
+    for group in ("outputs", "inputs"):
+        for entry in manifest.get(group, {}).values():
+            if entry.get("file") == base:
+                return entry
+    return None
+
+
+def _values(raw, dtype):
+    """float64 values for error figures (NaN where the format has NaN)."""
+    from npu_emu import dtypes
+
+    if dtype in ("float4_e2m1", "float4_e1m2"):
+        return dtypes.decode(dtypes.unpack_fp4(raw, 2 * raw.size), dtype).astype(np.float64)
+    if dtype in _FLOAT_CODES:
+        return dtypes.decode(raw, dtype).astype(np.float64)
+    return raw.astype(np.float64)
+
+
+def _bits(raw):
+    return raw.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[raw.dtype.itemsize])
+
+
+def compare_arrays(actual, expected, dtype, *, rtol=None, atol=None):
+    """Element-wise comparison: bit-exact when neither tolerance is given, else np.isclose on decoded values
+    (|a - e| <= atol + rtol * |e|, NaN equal to NaN, like CANN's verify scripts). Packed FP4 is compared per
+    element. Returns (values_actual, values_expected, mismatch mask)."""
+    va, ve = _values(actual, dtype), _values(expected, dtype)
+    if rtol is None and atol is None:
+        if dtype in ("float4_e2m1", "float4_e1m2"):
+            from npu_emu import dtypes
+
+            ca, ce = dtypes.unpack_fp4(actual, 2 * actual.size), dtypes.unpack_fp4(expected, 2 * expected.size)
+            bad = ca != ce
+        else:
+            bad = _bits(actual) != _bits(expected)
+    else:
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isclose(va, ve, rtol=rtol or 0.0, atol=atol or 0.0, equal_nan=True)
+    return va, ve, bad
+
+
+def _cmd_compare(a, commands):
+    entry = None
+    if a.dtype is None or a.shape is None:
+        entry = _manifest_entry(a.expected) or _manifest_entry(a.actual)
+    dtype = a.dtype
+    if dtype is None:
+        if entry is None:
+            raise SystemExit("npu-emu: compare needs --dtype (e.g. --dtype float16); no manifest.json next to the "
+                             "files names it")
+        dtype = _dtype_arg(entry["dtype"])
+    shape = a.shape if a.shape is not None else (tuple(entry["shape"]) if entry else None)
+    actual = read_bin(a.actual, dtype)
+    expected = read_bin(a.expected, dtype)
+    if actual.size != expected.size:
+        raise SystemExit(f"npu-emu: {a.actual} holds {actual.size} {dtype} elements, {a.expected} holds "
+                         f"{expected.size}; they must match (wrong --dtype, or outputs of different shapes)")
+    per = 2 if dtype in ("float4_e2m1", "float4_e1m2") else 1
+    if shape is not None and int(np.prod(shape)) != actual.size * per:
+        raise SystemExit(f"npu-emu: --shape {tuple(shape)} has {int(np.prod(shape))} elements, the files hold "
+                         f"{actual.size * per}; fix --shape")
+    va, ve, bad = compare_arrays(actual, expected, dtype, rtol=a.rtol, atol=a.atol)
+    n = va.size
+    nbad = int(np.count_nonzero(bad))
+    exact = a.rtol is None and a.atol is None
+    rule = "bit-exact" if exact else f"|actual - expected| <= {a.atol or 0.0:g} + {a.rtol or 0.0:g} * |expected|"
+    print(f"compare {a.actual} (actual) with {a.expected} (expected): {n} {dtype} elements, {rule}")
+
+    def where(i):
+        return f"{i}" if shape is None else f"{i} {tuple(int(v) for v in np.unravel_index(i, shape))}"
+
+    codes_a = _bits(actual) if per == 1 else None
+    codes_e = _bits(expected) if per == 1 else None
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        diff = np.abs(va - ve)
+        rdiff = diff / np.abs(ve)
+    for j, i in enumerate(np.flatnonzero(bad)[: a.max_print]):
+        hexes = "" if codes_a is None else \
+            f"  bits {int(codes_a[i]):#0{2 + 2 * actual.itemsize}x} vs {int(codes_e[i]):#0{2 + 2 * actual.itemsize}x}"
+        print(f"  mismatch at {where(int(i))}: expected {float(ve[i])!r:>14}, actual {float(va[i])!r:>14}, "
+              f"abs diff {diff[i]:.6g}, rel diff {rdiff[i]:.6g}{hexes}")
+    if nbad > a.max_print:
+        print(f"  ... {nbad - a.max_print} more mismatches (--max-print to see more)")
+    finite = np.isfinite(diff)
+    if finite.any():
+        i = int(np.flatnonzero(finite)[np.argmax(diff[finite])])
+        print(f"max abs error {diff[i]:.6g} at {where(i)}")
+        fr = np.isfinite(rdiff)
+        if fr.any():
+            j = int(np.flatnonzero(fr)[np.argmax(rdiff[fr])])
+            print(f"max rel error {rdiff[j]:.6g} at {where(j)}")
+    ratio = nbad / n if n else 0.0
+    ok = ratio <= a.error_ratio if nbad else True
+    print(f"error ratio {ratio:.6f} ({nbad} of {n}), allowed {a.error_ratio:g}: {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# demo and bench
+# ---------------------------------------------------------------------------------------------------------------
+
+def _demo_args(p):
+    p.add_argument("--only", nargs="+", metavar="KEY", default=None,
+                   help="run only these demo cases (keys from `npu-emu list`, prefixes allowed: --only quant_matmul)")
+    p.add_argument("--shape", action="append", default=[], metavar="KEY=DIMS", type=_shape_override,
+                   help="run case KEY at DIMS instead, e.g. --shape quant_matmul_int8_kc_bf16=1024x4096x4096 "
+                        "(repeatable; the dimensions each case takes are in `npu-emu list`)")
+    p.add_argument("--repeat", type=int, default=None, help="timed runs per case, best one reported "
+                   "(default 3 for small shapes, 2 for production shapes)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="numba threads (default: all, i.e. NUMBA_NUM_THREADS)")
+    p.add_argument("--json", metavar="FILE", default=None, help="also write the table as JSON to FILE")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in logs)")
+
+
+def _shape_override(text):
+    key, sep, dims = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--shape {text!r} must look like KEY=DIMS, e.g. sign_bits_unpack=1048576")
+    return key.strip(), parse_shape(dims)
+
+
+def _run_demo(a, small):
+    from npu_emu import demo
+
+    return demo.main(small=small, only=a.only, shapes=dict(a.shape), repeat=a.repeat, threads=a.threads,
+                     json_path=a.json, progress=not a.no_progress)
+
+
+def _cmd_demo(a, commands):
+    return _run_demo(a, a.small)
+
+
+def _cmd_bench(a, commands):
+    if not a.asv:
+        return _run_demo(a, a.small)
+    import shutil
+    import subprocess
+
+    asv = shutil.which("asv")
+    if asv is None:
+        raise SystemExit("npu-emu: bench --asv needs asv (pip install asv, or pip install -e '.[test]')")
+    root = _repo_root()
+    if root is None:
+        raise SystemExit("npu-emu: bench --asv runs the suite in benchmarks/ of a source checkout; run it from "
+                         "the repository (the folder with asv.conf.json)")
+    cmd = [asv, "run", "--python=same", "--show-stderr"]
+    if a.quick:
+        cmd.append("--quick")
+    if a.bench:
+        for b in a.bench:
+            cmd += ["-b", b]
+    if a.record:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
+        if commit.returncode != 0:
+            raise SystemExit("npu-emu: --record needs a git checkout (asv files results under the commit hash)")
+        cmd.append(f"--set-commit-hash={commit.stdout.strip()}")
+    else:
+        cmd.append("--dry-run")
+    print("+", " ".join(cmd), flush=True)
+    rc = subprocess.run(cmd, cwd=root).returncode
+    if rc == 0 and a.record and a.publish:
+        print("+ asv publish", flush=True)
+        rc = subprocess.run([asv, "publish"], cwd=root).returncode
+        if rc == 0:
+            print(f"dashboard: {os.path.join(root, '.asv', 'html', 'index.html')} (serve it with `asv preview`)")
+    return rc
+
+
+def _repo_root():
+    d = os.getcwd()
+    while True:
+        if os.path.isfile(os.path.join(d, "asv.conf.json")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# built-in op commands for ops without a kernels/<op>/cli.py (a module in CLI_MODULES with the same name wins)
+# ---------------------------------------------------------------------------------------------------------------
+
+def _builtin_commands():
+    try:
+        from npu_emu.ascendc import deq  # noqa: F401
+    except ImportError:
+        return {}
+    return {"data_copy_dequant": {
+        "help": "CO1 -> CO2 DataCopy dequantisation of an int32 accumulator (DEQ8/DEQ16/DEQS16, VDEQ)",
+        "run": (_add_run_deq, _run_deq),
+        "golden": (_add_golden_deq, _golden_deq),
+    }}
+
+
+def _deq_common(p):
+    p.add_argument("--mode", default="DEQ8", choices=("DEQ8", "DEQ16", "DEQS16", "VDEQ8", "VDEQ16", "VDEQS16"),
+                   help="DEQ8: int8/uint8 out (by bit 46 of the word); DEQ16: float16; DEQS16: int16; V*: per-channel "
+                        "words (one uint64 per column)")
+    p.add_argument("--relu", action="store_true", help="isRelu (sets bit 47 of a scalar word)")
+
+
+def _add_run_deq(p):
+    p.add_argument("--acc", required=True, help="int32 accumulator [rows, N] (.bin)")
+    p.add_argument("--acc-shape", type=parse_shape, required=True, help="rows,N of --acc, e.g. 64,128")
+    p.add_argument("--deq", required=True, help="uint64 deq word(s): one word (DEQ*) or N words (VDEQ*) (.bin)")
+    p.add_argument("--output", required=True, help="where to write the result (.bin)")
+    p.add_argument("--soc", default=None, help="SoC (default: the instruction's, ascend310p)")
+    _deq_common(p)
+
+
+def _run_deq(a):
+    from npu_emu.ascendc.deq import data_copy_dequant
+
+    acc = read_bin(a.acc, "int32", a.acc_shape)
+    words = read_bin(a.deq, "uint64")
+    deq_value = words if a.mode.startswith("V") else _scalar_word(words, a.deq)
+    kw = {} if a.soc is None else {"soc": a.soc}
+    y = data_copy_dequant(acc, deq_value, mode=a.mode, is_relu=a.relu, **kw)
+    write_bin(a.output, y)
+    print(f"wrote {a.output}: shape {tuple(y.shape)} {y.dtype}")
+    return 0
+
+
+def _scalar_word(words, path):
+    if words.size != 1:
+        raise SystemExit(f"npu-emu: {path} holds {words.size} uint64 words; scalar modes take one (use --mode VDEQ8 "
+                         f"/ VDEQ16 / VDEQS16 for one word per column)")
+    return int(words[0])
+
+
+def _add_golden_deq(p):
+    p.add_argument("--out", required=True, help="directory for acc.bin, deq.bin, golden.bin and manifest.json")
+    p.add_argument("--rows", type=int, default=64)
+    p.add_argument("--n", type=int, default=128, help="columns (output channels)")
+    p.add_argument("--seed", type=int, default=0)
+    _deq_common(p)
+
+
+def _golden_deq(a):
+    from npu_emu.goldens import data_copy_deq as g
+
+    os.makedirs(a.out, exist_ok=True)
+    rng = np.random.default_rng(a.seed)
+    acc = rng.integers(-(1 << 15), 1 << 15, (a.rows, a.n), dtype=np.int32)
+    base = a.mode.lstrip("V")
+    count = a.n if a.mode.startswith("V") else 1
+    # scales already on the 19-bit grid the unit reads; bit 46 (signed int8 out) for DEQ8; shift field 0
+    scales = (rng.uniform(2.0 ** -8, 2.0 ** -6, count).astype(np.float32).view(np.uint32)
+              & np.uint32(0xFFFFE000)).astype(np.uint64)
+    words = scales | (np.uint64(1) << np.uint64(46) if base == "DEQ8" else np.uint64(0))
+    dv = words if a.mode.startswith("V") else np.uint64(words[0])
+    y = np.asarray(g.data_copy_dequant(acc, dv, mode=base, is_relu=a.relu))
+    files = {"acc": acc, "deq": words}
+    manifest = {"op": "data_copy_dequant", "attrs": {"mode": a.mode, "relu": a.relu}, "inputs": {}, "outputs": {}}
+    for key, arr in files.items():
+        write_bin(os.path.join(a.out, f"{key}.bin"), arr)
+        manifest["inputs"][key] = {"file": f"{key}.bin", "shape": list(arr.shape), "dtype": str(arr.dtype)}
+    write_bin(os.path.join(a.out, "golden.bin"), y)
+    manifest["outputs"]["y"] = {"file": "golden.bin", "shape": list(y.shape), "dtype": str(y.dtype)}
+    with open(os.path.join(a.out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+    print(f"wrote acc.bin, deq.bin, golden.bin and manifest.json to {a.out}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------------------------
+
+def build_parser(commands):
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = argparse.ArgumentParser(
+        prog="npu-emu", formatter_class=fmt, epilog=EXAMPLES,
+        description="Bit-exact CPU emulation of Ascend C (CANN) kernels. Inputs and outputs are raw little-endian "
+                    ".bin files, as CANN's gen_data.py / compare_data.py use them.")
+    from npu_emu import __version__
+
+    p.add_argument("--version", action="version", version=f"npu-emu {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sp = sub.add_parser("list", help="ops, demo cases, SoCs and formats npu-emu knows")
+    sp.set_defaults(func=_cmd_list)
+
+    sp = sub.add_parser(
+        "demo", formatter_class=fmt,
+        help="run every implemented op at a production shape and check it bit-exactly against its golden",
+        description="Runs every implemented op once at a production shape (the asv benchmark shapes), checks the "
+                    "result against the op's independent numpy golden (npu_emu.goldens) and prints: op, shape, time, "
+                    "GB/s or GFLOP/s, speed-up over the golden, emulator time over the host roofline (copy rate "
+                    "25 GB/s per thread, host float32 GEMM rate) and over the 910B2 roofline (or the op's SoC), and "
+                    "whether the result is bit-exact. Exit status 1 if any result differs.",
+        epilog="examples:\n  npu-emu demo --small\n  npu-emu demo --only sign_bits dynamic_mx_quant\n"
+               "  npu-emu demo --small --shape quant_matmul_int8_kc_bf16=512x1024x1024 --json demo.json")
+    sp.add_argument("--small", action="store_true", help="scaled-down shapes (seconds instead of minutes)")
+    _demo_args(sp)
+    sp.set_defaults(func=_cmd_demo)
+
+    sp = sub.add_parser(
+        "bench", formatter_class=fmt,
+        help="time the demo cases at chosen shapes, or run the asv suite (--asv)",
+        description="Without --asv: the demo's cases at production shapes (or --small / --shape KEY=DIMS), timed and "
+                    "checked. With --asv: the asv suite in benchmarks/ on this interpreter (asv run --python=same), "
+                    "--quick by default; --record stores results under the current commit and --publish builds the "
+                    "HTML dashboard in .asv/html.",
+        epilog="examples:\n  npu-emu bench --only quant_matmul --shape quant_matmul_int8_kc_bf16=2048x4096x4096\n"
+               "  npu-emu bench --asv -b bench_codecs\n  npu-emu bench --asv --no-quick --record --publish")
+    sp.add_argument("--small", action="store_true", help="demo cases at the small shapes")
+    _demo_args(sp)
+    sp.add_argument("--asv", action="store_true", help="run the asv suite instead of the demo cases")
+    sp.add_argument("-b", "--bench", action="append", metavar="REGEX",
+                    help="with --asv: only benchmarks matching REGEX (repeatable), e.g. -b bench_sign_bits")
+    sp.add_argument("--quick", dest="quick", action="store_true", default=True,
+                    help="with --asv: one sample per benchmark (default)")
+    sp.add_argument("--no-quick", dest="quick", action="store_false", help="with --asv: full sampling")
+    sp.add_argument("--record", action="store_true",
+                    help="with --asv: save results under the git HEAD commit (needs `asv machine --yes` once)")
+    sp.add_argument("--publish", action="store_true", help="with --asv --record: then build the HTML dashboard")
+    sp.set_defaults(func=_cmd_bench)
+
+    sp = sub.add_parser(
+        "compare", formatter_class=fmt,
+        help="compare two .bin files element by element (bit-exact by default), like CANN's compare_data.py",
+        description="Reads ACTUAL and EXPECTED as raw little-endian arrays of --dtype and compares them: bit-exact "
+                    "when no tolerance is given, else |actual - expected| <= atol + rtol * |expected| on the decoded "
+                    "values (NaN equals NaN). Prints the element count, the first mismatches (index, expected, "
+                    "actual, differences, bits), the largest absolute and relative errors and the error ratio. Exit "
+                    "status 0 when the error ratio is within --error-ratio (default 0), 1 otherwise, 2 on bad usage. "
+                    "--dtype and --shape default to the manifest.json that `npu-emu golden` writes next to the files.",
+        epilog="examples:\n  npu-emu compare y.bin case/golden.bin --dtype float16\n"
+               "  npu-emu compare y.bin golden.bin --dtype float32 --rtol 1e-3 --atol 1e-5 --error-ratio 1e-3\n"
+               "  npu-emu compare y.bin case/golden.bin          (dtype and shape from case/manifest.json)")
+    sp.add_argument("actual", help="the output to check (.bin)")
+    sp.add_argument("expected", help="the golden / reference output (.bin)")
+    sp.add_argument("--dtype", type=_dtype_arg, default=None,
+                    help="element type: float32, float16, bfloat16, int8, ..., float8_e4m3fn, float8_e5m2, hifloat8, "
+                         "float8_e8m0, float4_e2m1 (packed 2 per byte)")
+    sp.add_argument("--shape", type=parse_shape, default=None, help="shape to report indices in, e.g. 16,32")
+    sp.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: bit-exact)")
+    sp.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: bit-exact)")
+    sp.add_argument("--error-ratio", type=float, default=0.0,
+                    help="fraction of elements allowed to mismatch (CANN scripts use e.g. 1e-3; default 0)")
+    sp.add_argument("--max-print", type=int, default=10, help="mismatches to print (default 10)")
+    sp.set_defaults(func=_cmd_compare)
+
+    verbs = (("run", "run an op on .bin inputs and write .bin outputs",
+              "Reads the inputs as raw little-endian .bin files, runs the op through npu_emu.ops with CANN's checks "
+              "and writes the output .bin. `npu-emu run OP --help` lists OP's inputs and switches."),
+             ("tiling", "print the host tiling data and the per-core split of an op",
+              "Computes the op_host tiling of OP for a shape and SoC, prints the TilingData fields in struct order, "
+              "the packed struct bytes, blockDim / tilingKey / workspace and the per-core split."),
+             ("golden", "write random inputs and the independent golden output as .bin files + manifest.json",
+              "Writes random inputs and the expected output computed by the op's independent numpy golden "
+              "(npu_emu.goldens, never the kernel) into --out, with manifest.json naming each file's shape and "
+              "dtype. Check a run against it with `npu-emu compare`."))
+    for verb, text, desc in verbs:
+        ops_here = [n for n, spec in commands.items() if verb in spec]
+        vp = sub.add_parser(verb, help=text, description=desc + "\nops: " + ", ".join(ops_here),
+                            formatter_class=fmt)
+        ops = vp.add_subparsers(dest="op", required=True, metavar="OP")
+        for name in ops_here:
+            spec = commands[name]
+            add_arguments, handler = spec[verb]
+            op_p = ops.add_parser(name, help=spec.get("help", ""), description=spec.get("help", ""))
+            add_arguments(op_p)
+            op_p.set_defaults(func=lambda a, c, h=handler: h(a))
+    return p
+
+
+def main(argv=None):
+    commands = _load_commands()
+    parser = build_parser(commands)
+    args = parser.parse_args(argv)
+    try:
+        rc = args.func(args, commands)
+    except AclnnError as e:
+        print(f"npu-emu: error {e.status}: {e.message}", file=sys.stderr)
+        return 2
+    except SystemExit as e:
+        if isinstance(e.code, str):       # a handler's "what went wrong; what to change"
+            print(e.code, file=sys.stderr)
+            return 2
+        raise
+    return 0 if rc is None else int(rc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
