@@ -4,22 +4,21 @@ Baselines in the same run: the np.unpackbits golden and the best numpy (np.take 
 unpack; np.packbits of the comparison for pack. Trackers are lower-is-better ratios (asv's convention).
 """
 
-import timeit
-
 import numba
 import numpy as np
 
 from npu_emu.goldens import sign_bits as golden
 from npu_emu.kernels.sign_bits import kernel, tiling
-from npu_emu.platforms import get as get_platform
 
-HOST_COPY_BPS_PER_THREAD = 25e9          # numba_rules.md §5.2 (r+w copy rate of one thread)
+from .common import best_seconds, device_roofline_seconds, host_roofline_seconds
+
+HOST_WRITE_BPS_PER_THREAD = 12.5e9       # numba_rules.md §5.1 planning figure (write only)
 UNPACK_BYTES = 64 << 20                  # 64 MiB of packed signs -> 512 Mi outputs
 PACK_ELEMS = 512 << 20                   # 512 Mi float32 (2 GiB)
 
 
 def _best(fn, repeat=3):
-    return min(timeit.repeat(fn, number=1, repeat=repeat))
+    return best_seconds(fn, repeat)
 
 
 class Unpack:
@@ -60,17 +59,16 @@ class Unpack:
         return self.x.nbytes + self.y.nbytes
 
     def track_emulator_over_host_roofline(self, dtype):
-        return _best(self.run) / (self._bytes() / (HOST_COPY_BPS_PER_THREAD * numba.get_num_threads()))
+        return _best(self.run) / host_roofline_seconds(self._bytes(), numba.get_num_threads())
     track_emulator_over_host_roofline.unit = "x host roofline"
 
     def track_write_bandwidth_fraction_inverse(self, dtype):
         # 1 / (fraction of the host's write bandwidth); 2 means 50 %.
-        write_bps = 12.5e9 * numba.get_num_threads()          # numba_rules.md §5.1 planning figure
-        return _best(self.run) / (self.y.nbytes / write_bps)
+        return _best(self.run) / (self.y.nbytes / (HOST_WRITE_BPS_PER_THREAD * numba.get_num_threads()))
     track_write_bandwidth_fraction_inverse.unit = "x host write roofline"
 
     def track_emulator_over_910b2(self, dtype):
-        return _best(self.run) / get_platform("ascend910b2").device_seconds(self._bytes())
+        return _best(self.run) / device_roofline_seconds(self._bytes(), "910B2")
     track_emulator_over_910b2.unit = "x device roofline"
 
 
@@ -100,10 +98,10 @@ class Pack:
 
     def track_emulator_over_host_roofline(self):
         nbytes = self.x.nbytes + self.y.nbytes
-        return _best(self.run, 2) / (nbytes / (HOST_COPY_BPS_PER_THREAD * numba.get_num_threads()))
+        return _best(self.run, 2) / host_roofline_seconds(nbytes, numba.get_num_threads())
     track_emulator_over_host_roofline.unit = "x host roofline"
 
     def track_emulator_over_910b2(self):
         nbytes = self.x.nbytes + self.y.nbytes
-        return _best(self.run, 2) / get_platform("ascend910b2").device_seconds(nbytes)
+        return _best(self.run, 2) / device_roofline_seconds(nbytes, "910B2")
     track_emulator_over_910b2.unit = "x device roofline"

@@ -57,3 +57,17 @@ __all__ = [
     "Cast",
     "Mmad", "MmadParams", "mmad", "nd_to_l0a", "nd_to_l0b", "l0c_to_nd",
 ] + list(_constants_all)
+
+# The enhanced CO1 -> CO2 DataCopy with dequantisation lives in ``deq`` (its own helper); its public names are also
+# reachable from here, imported on first use so that a problem there never breaks the rest of the layer.
+_DEQ_NAMES = {"DataCopyEnhancedParams", "DeqValue", "DeqVector", "data_copy_co1_to_co2", "data_copy_enhanced",
+              "data_copy_dequant"}
+
+
+def __getattr__(name):
+    if name in _DEQ_NAMES:
+        from npu_emu.ascendc import deq
+
+        return getattr(deq, name)
+    raise AttributeError(f"module 'npu_emu.ascendc' has no attribute {name!r}")
+

@@ -1,7 +1,8 @@
 """Element-level helpers shared by the instruction modules (private).
 
-Every helper is inlined into the instruction loops; the format tag arguments are compile-time constants at the
-call sites, so numba keeps only the branch of the format in use.
+All are inlined. The ``@overload`` helpers decide from the argument *types* at typing time (element type of an
+array, tensor vs scalar operand), so the loops that use them specialise per dtype without run-time tests; the
+``@njit`` ones branch on a format tag, which numba prunes only where the tag is a global constant at the call.
 """
 
 import numpy as np

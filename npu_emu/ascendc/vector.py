@@ -89,6 +89,7 @@ def _u16_pick(ha, hb, fa, fb, op, nan_propagate):
 @njit(**_LOOP)
 def _binary_f16(dst, src0, src1, n, op, ftz, nan_propagate):
     """Half loop; src1 is a tensor or a scalar (uint16 bits)."""
+    literally(op)
     for i in range(n):
         ha = np.uint16(src0[i])
         hb = np.uint16(pick(src1, i))
@@ -107,6 +108,7 @@ def _binary_f16(dst, src0, src1, n, op, ftz, nan_propagate):
 @njit(**_LOOP)
 def _binary_bf16(dst, src0, src1, n, op, ftz, nan_propagate):
     """bf16 loop (same as _binary_f16 with the bf16 codecs)."""
+    literally(op)
     for i in range(n):
         ha = np.uint16(src0[i])
         hb = np.uint16(pick(src1, i))
@@ -125,6 +127,7 @@ def _binary_bf16(dst, src0, src1, n, op, ftz, nan_propagate):
 @njit(**_LOOP)
 def _binary_native(dst, src0, src1, n, op, ftz, nan_propagate):
     """float32 (IEEE) or integer (wrap-around) loop; src1 is a tensor or a scalar of the element type."""
+    literally(op)
     for i in range(n):
         a = src0[i]
         b = pick(src1, i)
@@ -213,62 +216,67 @@ def Muls(dst, src, scalarValue, count, dtype=DT_AUTO, ftz=False):
     _binary(dst, src, as_elem(src, scalarValue), min(count, len(dst), len(src)), _MUL, dtype, ftz, True)
 
 
-_AND = 0
-_OR = 1
-_NOT = 2
-_SHL = 3
-_SHR = 4
-_ABS = 5
+# The loops below are separate functions, not inlined: loops inlined into a kernel over views of the UB byte buffer
+# (``ub[a:b].view(...)``) do not vectorise.
 
 
 @njit(**_LOOP)
-def _bit_loop(dst, src0, src1, n, op, half_like):
-    """Bitwise / shift / abs loops (src1: a tensor, or the shift amount). A separate function, not inlined: loops
-    inlined into a kernel over views of the UB byte buffer do not vectorise. ``op`` is a literal: each
-    instruction compiles its own branch (a float tensor has no ``&``)."""
-    literally(op)
-    bits = itemsize(src0) * 8
-    signed = as_elem(src0, -1) < 0
-    if op == _AND:
+def _and_loop(dst, src0, src1, n):
+    for i in range(n):
+        dst[i] = src0[i] & src1[i]
+
+
+@njit(**_LOOP)
+def _or_loop(dst, src0, src1, n):
+    for i in range(n):
+        dst[i] = src0[i] | src1[i]
+
+
+@njit(**_LOOP)
+def _not_loop(dst, src, n):
+    for i in range(n):
+        dst[i] = ~src[i]
+
+
+@njit(**_LOOP)
+def _abs_loop(dst, src, n, half_like):
+    if half_like:
         for i in range(n):
-            dst[i] = src0[i] & pick(src1, i)
-    elif op == _OR:
-        for i in range(n):
-            dst[i] = src0[i] | pick(src1, i)
-    elif op == _NOT:
-        for i in range(n):
-            dst[i] = ~src0[i]
-    elif op == _ABS:
-        if half_like:
-            for i in range(n):
-                dst[i] = np.uint16(np.uint16(src0[i]) & np.uint16(0x7FFF))
-        else:
-            for i in range(n):
-                x = src0[i]
-                if is_float(x):
-                    dst[i] = u32_as_f32(np.uint32(f32_as_u32(np.float32(x)) & np.uint32(0x7FFFFFFF)))
-                else:
-                    dst[i] = -x if x < 0 else x
-    elif op == _SHL:
-        s = min(np.int64(pick(src1, 0)), bits)
-        if signed:
-            low = (np.int64(1) << np.int64(bits - 1)) - 1
-            for i in range(n):
-                v = np.int64(src0[i])
-                mag = (v << s) & low if s < bits else np.int64(0)
-                dst[i] = mag - (low + 1) if v < 0 else mag
-        else:
-            for i in range(n):
-                dst[i] = (np.uint64(src0[i]) << np.uint64(s)) if s < bits else 0
+            dst[i] = np.uint16(np.uint16(src[i]) & np.uint16(0x7FFF))
     else:
-        s = np.int64(pick(src1, 0))
-        if signed:
-            s = min(s, bits - 1)
-            for i in range(n):
-                dst[i] = np.int64(src0[i]) >> s
-        else:
-            for i in range(n):
-                dst[i] = (np.uint64(src0[i]) >> np.uint64(s)) if s < bits else 0
+        for i in range(n):
+            x = src[i]
+            if is_float(x):
+                dst[i] = u32_as_f32(np.uint32(f32_as_u32(np.float32(x)) & np.uint32(0x7FFFFFFF)))
+            else:
+                dst[i] = -x if x < 0 else x
+
+
+@njit(**_LOOP)
+def _shift_left_loop(dst, src, s, n):
+    bits = itemsize(src) * 8
+    s = min(s, bits)
+    if as_elem(src, -1) < 0:
+        low = (np.int64(1) << np.int64(bits - 1)) - 1
+        for i in range(n):
+            v = np.int64(src[i])
+            mag = (v << s) & low if s < bits else np.int64(0)
+            dst[i] = mag - (low + 1) if v < 0 else mag
+    else:
+        for i in range(n):
+            dst[i] = (np.uint64(src[i]) << np.uint64(s)) if s < bits else 0
+
+
+@njit(**_LOOP)
+def _shift_right_loop(dst, src, s, n):
+    bits = itemsize(src) * 8
+    if as_elem(src, -1) < 0:
+        s = min(s, bits - 1)
+        for i in range(n):
+            dst[i] = np.int64(src[i]) >> s
+    else:
+        for i in range(n):
+            dst[i] = (np.uint64(src[i]) >> np.uint64(s)) if s < bits else 0
 
 
 @njit(**_INLINE)
@@ -278,7 +286,7 @@ def Abs(dst, src, count, dtype=DT_AUTO):
     Floats: the sign bit is cleared (exact; NaN stays NaN). Integers wrap: Abs(-128) of int8 is -128 (Reg
     ``Abs.md``: "非饱和截断").
     """
-    _bit_loop(dst, src, 0, min(count, len(dst), len(src)), _ABS, dtype == DT_FLOAT16 or dtype == DT_BF16)
+    _abs_loop(dst, src, min(count, len(dst), len(src)), dtype == DT_FLOAT16 or dtype == DT_BF16)
 
 
 @njit(**_INLINE)
@@ -289,7 +297,7 @@ def ShiftLeft(dst, src, scalarValue, count):
     the bits below it shift ("次高位被丢弃": int16 0b1010101010101010 << 1 = 0b1101010101010100). Shifts of the bit
     width or more give 0 (the sign bit alone for negative signed values): undocumented, the emulator's choice.
     """
-    _bit_loop(dst, src, np.int64(scalarValue), min(count, len(dst), len(src)), _SHL, False)
+    _shift_left_loop(dst, src, np.int64(scalarValue), min(count, len(dst), len(src)))
 
 
 @njit(**_INLINE)
@@ -297,25 +305,25 @@ def ShiftRight(dst, src, scalarValue, count):
     """AscendC::ShiftRight(dst, src, scalarValue, count) (``ShiftRight.md``): logical for unsigned, arithmetic
     (sign-filling) for signed types. Shifts of the bit width or more give 0 or -1 (undocumented, the emulator's
     choice)."""
-    _bit_loop(dst, src, np.int64(scalarValue), min(count, len(dst), len(src)), _SHR, False)
+    _shift_right_loop(dst, src, np.int64(scalarValue), min(count, len(dst), len(src)))
 
 
 @njit(**_INLINE)
 def And(dst, src0, src1, count):
     """AscendC::And(dst, src0, src1, count): bitwise and (``And.md``; int16 / uint16 on A2, any int type here)."""
-    _bit_loop(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _AND, False)
+    _and_loop(dst, src0, src1, min(count, len(dst), len(src0), len(src1)))
 
 
 @njit(**_INLINE)
 def Or(dst, src0, src1, count):
     """AscendC::Or(dst, src0, src1, count): bitwise or (``Or.md``)."""
-    _bit_loop(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _OR, False)
+    _or_loop(dst, src0, src1, min(count, len(dst), len(src0), len(src1)))
 
 
 @njit(**_INLINE)
 def Not(dst, src, count):
     """AscendC::Not(dst, src, count): bitwise not (``Not.md``)."""
-    _bit_loop(dst, src, 0, min(count, len(dst), len(src)), _NOT, False)
+    _not_loop(dst, src, min(count, len(dst), len(src)))
 
 
 @njit(**_INLINE)
