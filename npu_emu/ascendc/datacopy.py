@@ -24,6 +24,12 @@ from npu_emu.errors import invalid
 _JIT = dict(inline="always", cache=True, error_model="numpy")
 
 
+@njit(inline="never", cache=True)
+def _element_type_error():
+    # Out of line: a `raise` inlined into a kernel's prange body stops numba from running the loop in parallel.
+    raise ValueError("DataCopy/DataCopyPad: dst and src must have the same element type")
+
+
 @njit(**_JIT)
 def _copy_run(dst, d0, src, s0, n):
     """dst[d0:d0+n] = src[s0:s0+n], cut at the end of either view."""
@@ -59,7 +65,7 @@ def DataCopy(dst, src, count, blockLen=None, srcStride=0, dstStride=0):
       ``blockCount == 0`` or ``blockLen == 0`` is a no-op.
     """
     if itemsize(dst) != itemsize(src):
-        raise ValueError("DataCopy: dst and src must have the same element type")
+        _element_type_error()
     unit = BLOCK_BYTES // itemsize(dst)
     if blockLen is None:
         _copy_run(dst, 0, src, 0, count - count % unit)
@@ -95,7 +101,7 @@ def DataCopyPad(dst, src, blockCount, blockLen, srcStride, dstStride,
     Pads are element counts (at most 32 bytes each). ``blockCount == 0`` or ``blockLen == 0`` is a no-op.
     """
     if itemsize(dst) != itemsize(src):
-        raise ValueError("DataCopyPad: dst and src must have the same element type")
+        _element_type_error()
     es = itemsize(dst)
     n = blockLen // es
     if blockLen == 0:
