@@ -11,7 +11,7 @@ count mode, so Select takes any count).
 """
 
 import numpy as np
-from numba import literally, njit
+from numba import njit
 
 from npu_emu.ascendc._elem import (
     as_elem,
@@ -75,10 +75,8 @@ def _full_repeats(count, size):
 
 @njit(cache=True, error_model="numpy")
 def _compare_loop(dst, src0, src1, cmpMode, n, dtype, ftz):
-    """Mask bytes for the first n elements (n a multiple of 8); src1 is a tensor or a scalar. The mode and format
-    are literals, so LLVM compiles one comparison per (mode, format) instead of a branch chain per element."""
-    literally(cmpMode)
-    literally(dtype)
+    """Mask bytes for the first n elements (n a multiple of 8); src1 is a tensor or a scalar. (cmpMode and dtype
+    stay run-time values here: forcing literals would propagate to kernels that pass a run-time mode.)"""
     for j in range(n // 8):
         byte = 0
         for k in range(8):

@@ -146,16 +146,6 @@ def _binary_native(dst, src0, src1, n, op, ftz, nan_propagate):
 
 
 @njit(**_INLINE)
-def _binary(dst, src0, src1, n, op, dtype, ftz, nan_propagate):
-    if dtype == DT_FLOAT16:
-        _binary_f16(dst, src0, src1, n, op, ftz, nan_propagate)
-    elif dtype == DT_BF16:
-        _binary_bf16(dst, src0, src1, n, op, ftz, nan_propagate)
-    else:
-        _binary_native(dst, src0, src1, n, op, ftz, nan_propagate)
-
-
-@njit(**_INLINE)
 def Duplicate(dst, scalarValue, count):
     """AscendC::Duplicate(dst, scalarValue, count): dst[i] = scalarValue for i < count (``Duplicate.md``).
 
@@ -168,19 +158,37 @@ def Duplicate(dst, scalarValue, count):
 @njit(**_INLINE)
 def Add(dst, src0, src1, count, dtype=DT_AUTO, ftz=False):
     """AscendC::Add(dst, src0, src1, count): dst[i] = src0[i] + src1[i] (``Add.md``)."""
-    _binary(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _ADD, dtype, ftz, True)
+    n = min(count, len(dst), len(src0), len(src1))
+    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_f16(dst, src0, src1, n, _ADD, ftz, True)
+    elif dtype == DT_BF16:
+        _binary_bf16(dst, src0, src1, n, _ADD, ftz, True)
+    else:
+        _binary_native(dst, src0, src1, n, _ADD, ftz, True)
 
 
 @njit(**_INLINE)
 def Sub(dst, src0, src1, count, dtype=DT_AUTO, ftz=False):
     """AscendC::Sub(dst, src0, src1, count): dst[i] = src0[i] - src1[i] (``Sub.md``)."""
-    _binary(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _SUB, dtype, ftz, True)
+    n = min(count, len(dst), len(src0), len(src1))
+    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_f16(dst, src0, src1, n, _SUB, ftz, True)
+    elif dtype == DT_BF16:
+        _binary_bf16(dst, src0, src1, n, _SUB, ftz, True)
+    else:
+        _binary_native(dst, src0, src1, n, _SUB, ftz, True)
 
 
 @njit(**_INLINE)
 def Mul(dst, src0, src1, count, dtype=DT_AUTO, ftz=False):
     """AscendC::Mul(dst, src0, src1, count): dst[i] = src0[i] * src1[i] (``Mul.md``)."""
-    _binary(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _MUL, dtype, ftz, True)
+    n = min(count, len(dst), len(src0), len(src1))
+    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_f16(dst, src0, src1, n, _MUL, ftz, True)
+    elif dtype == DT_BF16:
+        _binary_bf16(dst, src0, src1, n, _MUL, ftz, True)
+    else:
+        _binary_native(dst, src0, src1, n, _MUL, ftz, True)
 
 
 @njit(**_INLINE)
@@ -191,13 +199,25 @@ def Max(dst, src0, src1, count, dtype=DT_AUTO, nan_propagate=True):
     gives NaN (the ``nan_in_max="propagate"`` default of mx_quant.md §9, [HW-unverified]); ``nan_propagate=False``
     returns the other operand (``"ignore"``). Half / bf16 results are one operand's bits, unchanged.
     """
-    _binary(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _MAX, dtype, False, nan_propagate)
+    n = min(count, len(dst), len(src0), len(src1))
+    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_f16(dst, src0, src1, n, _MAX, False, nan_propagate)
+    elif dtype == DT_BF16:
+        _binary_bf16(dst, src0, src1, n, _MAX, False, nan_propagate)
+    else:
+        _binary_native(dst, src0, src1, n, _MAX, False, nan_propagate)
 
 
 @njit(**_INLINE)
 def Min(dst, src0, src1, count, dtype=DT_AUTO, nan_propagate=True):
     """AscendC::Min(dst, src0, src1, count): element-wise minimum; min(-0, +0) = -0 (Reg ``Min.md``); NaN as Max."""
-    _binary(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), _MIN, dtype, False, nan_propagate)
+    n = min(count, len(dst), len(src0), len(src1))
+    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_f16(dst, src0, src1, n, _MIN, False, nan_propagate)
+    elif dtype == DT_BF16:
+        _binary_bf16(dst, src0, src1, n, _MIN, False, nan_propagate)
+    else:
+        _binary_native(dst, src0, src1, n, _MIN, False, nan_propagate)
 
 
 @njit(**_INLINE)
@@ -207,13 +227,25 @@ def Adds(dst, src, scalarValue, count, dtype=DT_AUTO, ftz=False):
     The scalar has the element type (half: uint16 bits). GatherDequantInt8 uses the half form (gather_dequant_int8.md
     §3.3: ``Adds(calc, calc, negZ, E)``, one fp16 rounding).
     """
-    _binary(dst, src, as_elem(src, scalarValue), min(count, len(dst), len(src)), _ADD, dtype, ftz, True)
+    n = min(count, len(dst), len(src))
+    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_f16(dst, src, as_elem(src, scalarValue), n, _ADD, ftz, True)
+    elif dtype == DT_BF16:
+        _binary_bf16(dst, src, as_elem(src, scalarValue), n, _ADD, ftz, True)
+    else:
+        _binary_native(dst, src, as_elem(src, scalarValue), n, _ADD, ftz, True)
 
 
 @njit(**_INLINE)
 def Muls(dst, src, scalarValue, count, dtype=DT_AUTO, ftz=False):
     """AscendC::Muls(dst, src, scalarValue, count): dst[i] = src[i] * scalarValue (``Muls.md``)."""
-    _binary(dst, src, as_elem(src, scalarValue), min(count, len(dst), len(src)), _MUL, dtype, ftz, True)
+    n = min(count, len(dst), len(src))
+    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_f16(dst, src, as_elem(src, scalarValue), n, _MUL, ftz, True)
+    elif dtype == DT_BF16:
+        _binary_bf16(dst, src, as_elem(src, scalarValue), n, _MUL, ftz, True)
+    else:
+        _binary_native(dst, src, as_elem(src, scalarValue), n, _MUL, ftz, True)
 
 
 # The loops below are separate functions, not inlined: loops inlined into a kernel over views of the UB byte buffer

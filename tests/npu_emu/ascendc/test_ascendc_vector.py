@@ -69,6 +69,27 @@ def reduce_max_f16(d, s, n):
     ReduceMax(d, s, s, n, True, DT_FLOAT16)
 
 
+@njit(cache=True)
+def native_ops(d_add, d_sub, d_mul, a, b, n):
+    # the native (float32 / integer) forms, called as a kernel does: numba prunes the half / bf16 loops only when
+    # the defaults are inlined into njit code (a Python-level call compiles every format's loop)
+    Add(d_add, a, b, n)
+    Sub(d_sub, a, b, n)
+    Mul(d_mul, a, b, n)
+
+
+@njit(cache=True)
+def native_scalar_ops(d_adds, d_muls, a, s_add, s_mul, n):
+    Adds(d_adds, a, s_add, n)
+    Muls(d_muls, a, s_mul, n)
+
+
+@njit(cache=True)
+def native_minmax(d_max, d_min, a, b, n, nan_propagate):
+    Max(d_max, a, b, n, nan_propagate=nan_propagate)
+    Min(d_min, a, b, n, nan_propagate=nan_propagate)
+
+
 def f16(values):
     return np.asarray(values, np.float16).view(np.uint16)
 
@@ -164,36 +185,35 @@ def test_float32_arithmetic_is_ieee_single():
     rng = np.random.default_rng(3)
     a = rng.standard_normal(1000).astype(np.float32) * np.float32(1e3)
     b = rng.standard_normal(1000).astype(np.float32)
-    for fn, ref in ((Add, np.add), (Sub, np.subtract), (Mul, np.multiply)):
-        d = np.zeros_like(a)
-        fn(d, a, b, 1000)
-        assert np.array_equal(d.view(np.uint32), ref(a, b).view(np.uint32))
-    d = np.zeros_like(a)
-    Muls(d, a, 0.1, 1000)                      # the scalar is a float32 (0.1f), not the float64 0.1
-    assert np.array_equal(d.view(np.uint32), (a * np.float32(0.1)).view(np.uint32))
-    Adds(d, a, np.float32(-2.5), 1000)
-    assert np.array_equal(d.view(np.uint32), (a + np.float32(-2.5)).view(np.uint32))
+    d_add, d_sub, d_mul = (np.zeros_like(a) for _ in range(3))
+    native_ops(d_add, d_sub, d_mul, a, b, 1000)
+    for got, ref in ((d_add, np.add), (d_sub, np.subtract), (d_mul, np.multiply)):
+        assert np.array_equal(got.view(np.uint32), ref(a, b).view(np.uint32))
+    d_adds, d_muls = np.zeros_like(a), np.zeros_like(a)
+    native_scalar_ops(d_adds, d_muls, a, np.float32(-2.5), 0.1, 1000)   # 0.1 becomes the float32 0.1f
+    assert np.array_equal(d_muls.view(np.uint32), (a * np.float32(0.1)).view(np.uint32))
+    assert np.array_equal(d_adds.view(np.uint32), (a + np.float32(-2.5)).view(np.uint32))
 
 
 def test_integer_arithmetic_wraps():
     a = np.array([32767, -32768, 200, -3], np.int16)
     b = np.array([1, -1, 200, 7], np.int16)
-    d = np.zeros(4, np.int16)
-    Add(d, a, b, 4)
-    assert d.tolist() == [-32768, 32767, 400, 4]
-    Mul(d, a, b, 4)
-    assert d.tolist() == [32767, -32768, (200 * 200) - 65536, -21]
-    d32 = np.zeros(2, np.int32)
-    Adds(d32, np.array([2**31 - 1, 5], np.int32), 1, 2)
-    assert d32.tolist() == [-2**31, 6]
+    d_add, d_sub, d_mul = (np.zeros(4, np.int16) for _ in range(3))
+    native_ops(d_add, d_sub, d_mul, a, b, 4)
+    assert d_add.tolist() == [-32768, 32767, 400, 4]
+    assert d_sub.tolist() == [32766, -32767, 0, -10]
+    assert d_mul.tolist() == [32767, -32768, (200 * 200) - 65536, -21]
+    d32, m32 = np.zeros(2, np.int32), np.zeros(2, np.int32)
+    native_scalar_ops(d32, m32, np.array([2**31 - 1, 5], np.int32), 1, 3, 2)
+    assert d32.tolist() == [-2**31, 6] and m32.tolist() == [2**31 - 3, 15]     # 3 (2^31 - 1) mod 2^32
 
 
 def test_doc_examples_int16():
     src = np.arange(1, 513, dtype=np.int16)
-    d = np.zeros(512, np.int16)
-    Adds(d, src, 2, 512)                      # Adds.md: [1 2 3 ... 512] + 2 = [3 4 5 ... 514]
+    d, unused = np.zeros(512, np.int16), np.zeros(512, np.int16)
+    native_scalar_ops(d, unused, src, 2, 1, 512)   # Adds.md: [1 2 3 ... 512] + 2 = [3 4 5 ... 514]
     assert np.array_equal(d, src + 2)
-    Max(d, src, src[::-1].copy() + 1, 512)   # Max.md: [1..512] vs [513, 512, ..., 2] -> [513 512 ... 512]
+    native_minmax(d, unused, src, src[::-1].copy() + 1, 512, True)   # Max.md: [1..512] vs [513 ... 2] -> [513 512 ... 512]
     assert d[0] == 513 and d[-1] == 512 and np.array_equal(d, np.maximum(src, src[::-1] + 1))
     ShiftLeft(d, src, 2, 512)                 # ShiftLeft.md: [4 8 12 ... 2048]
     assert np.array_equal(d, src * 4)
@@ -253,14 +273,13 @@ def test_max_min_signed_zero_and_nan_float32():
     b = np.array([0.0, -0.0, 1.0, np.nan, np.nan, 3.0], np.float32)
     dmax = np.zeros(6, np.float32)
     dmin = np.zeros(6, np.float32)
-    Max(dmax, a, b, 6)
-    Min(dmin, a, b, 6)
+    native_minmax(dmax, dmin, a, b, 6, True)
     # Reg Max.md / Min.md: max(-0, +0) = +0, min(-0, +0) = -0; NaN propagates by default
     assert dmax.view(np.uint32)[:2].tolist() == [0, 0] and dmin.view(np.uint32)[:2].tolist() == [0x80000000] * 2
     assert np.all(np.isnan(dmax[2:5])) and np.all(np.isnan(dmin[2:5]))
     assert dmax[5] == 3.0 and dmin[5] == -np.inf
-    Max(dmax, a, b, 6, nan_propagate=False)                   # nan_in_max="ignore"
-    assert dmax[2] == 1.0 and dmax[3] == 1.0 and np.isnan(dmax[4])
+    native_minmax(dmax, dmin, a, b, 6, False)                # nan_in_max="ignore"
+    assert dmax[2] == 1.0 and dmax[3] == 1.0 and np.isnan(dmax[4]) and dmin[2] == 1.0
 
 
 def test_max_min_half_returns_operand_bits():
