@@ -13,6 +13,7 @@ import importlib
 import json
 import os
 import sys
+import textwrap
 
 import numpy as np
 
@@ -433,6 +434,10 @@ def _golden_deq(a):
 
 # ---------------------------------------------------------------------------------------------------------------
 
+def _w(text):
+    return textwrap.fill(text, 100)
+
+
 def build_parser(commands):
     fmt = argparse.RawDescriptionHelpFormatter
     p = argparse.ArgumentParser(
@@ -450,11 +455,11 @@ def build_parser(commands):
     sp = sub.add_parser(
         "demo", formatter_class=fmt,
         help="run every implemented op at a production shape and check it bit-exactly against its golden",
-        description="Runs every implemented op once at a production shape (the asv benchmark shapes), checks the "
+        description=_w("Runs every implemented op once at a production shape (the asv benchmark shapes), checks the "
                     "result against the op's independent numpy golden (npu_emu.goldens) and prints: op, shape, time, "
                     "GB/s or GFLOP/s, speed-up over the golden, emulator time over the host roofline (copy rate "
                     "25 GB/s per thread, host float32 GEMM rate) and over the 910B2 roofline (or the op's SoC), and "
-                    "whether the result is bit-exact. Exit status 1 if any result differs.",
+                    "whether the result is bit-exact. Exit status 1 if any result differs."),
         epilog="examples:\n  npu-emu demo --small\n  npu-emu demo --only sign_bits dynamic_mx_quant\n"
                "  npu-emu demo --small --shape quant_matmul_int8_kc_bf16=512x1024x1024 --json demo.json")
     sp.add_argument("--small", action="store_true", help="scaled-down shapes (seconds instead of minutes)")
@@ -464,10 +469,10 @@ def build_parser(commands):
     sp = sub.add_parser(
         "bench", formatter_class=fmt,
         help="time the demo cases at chosen shapes, or run the asv suite (--asv)",
-        description="Without --asv: the demo's cases at production shapes (or --small / --shape KEY=DIMS), timed and "
+        description=_w("Without --asv: the demo's cases at production shapes (or --small / --shape KEY=DIMS), timed and "
                     "checked. With --asv: the asv suite in benchmarks/ on this interpreter (asv run --python=same), "
                     "--quick by default; --record stores results under the current commit and --publish builds the "
-                    "HTML dashboard in .asv/html.",
+                    "HTML dashboard in .asv/html."),
         epilog="examples:\n  npu-emu bench --only quant_matmul --shape quant_matmul_int8_kc_bf16=2048x4096x4096\n"
                "  npu-emu bench --asv -b bench_codecs\n  npu-emu bench --asv --no-quick --record --publish")
     sp.add_argument("--small", action="store_true", help="demo cases at the small shapes")
@@ -486,12 +491,12 @@ def build_parser(commands):
     sp = sub.add_parser(
         "compare", formatter_class=fmt,
         help="compare two .bin files element by element (bit-exact by default), like CANN's compare_data.py",
-        description="Reads ACTUAL and EXPECTED as raw little-endian arrays of --dtype and compares them: bit-exact "
+        description=_w("Reads ACTUAL and EXPECTED as raw little-endian arrays of --dtype and compares them: bit-exact "
                     "when no tolerance is given, else |actual - expected| <= atol + rtol * |expected| on the decoded "
                     "values (NaN equals NaN). Prints the element count, the first mismatches (index, expected, "
                     "actual, differences, bits), the largest absolute and relative errors and the error ratio. Exit "
                     "status 0 when the error ratio is within --error-ratio (default 0), 1 otherwise, 2 on bad usage. "
-                    "--dtype and --shape default to the manifest.json that `npu-emu golden` writes next to the files.",
+                    "--dtype and --shape default to the manifest.json that `npu-emu golden` writes next to the files."),
         epilog="examples:\n  npu-emu compare y.bin case/golden.bin --dtype float16\n"
                "  npu-emu compare y.bin golden.bin --dtype float32 --rtol 1e-3 --atol 1e-5 --error-ratio 1e-3\n"
                "  npu-emu compare y.bin case/golden.bin          (dtype and shape from case/manifest.json)")
@@ -520,7 +525,7 @@ def build_parser(commands):
               "dtype. Check a run against it with `npu-emu compare`."))
     for verb, text, desc in verbs:
         ops_here = [n for n, spec in commands.items() if verb in spec]
-        vp = sub.add_parser(verb, help=text, description=desc + "\nops: " + ", ".join(ops_here),
+        vp = sub.add_parser(verb, help=text, description=_w(desc) + "\n\nops: " + ", ".join(ops_here),
                             formatter_class=fmt)
         ops = vp.add_subparsers(dest="op", required=True, metavar="OP")
         for name in ops_here:

@@ -264,40 +264,159 @@ def choice(v, name, allowed):
 # ---------------------------------------------------------------------------------------------------------------
 # memory guard
 # ---------------------------------------------------------------------------------------------------------------
+# Ops call check_memory(bytes, what) with their estimate (outputs + temporaries) before allocating, so a shape that
+# cannot fit fails with an AclnnError naming the size instead of a numpy MemoryError or the OOM killer. The cap is
+# the smaller of the user's limit (set_memory_limit, else the NPU_EMU_MEMORY_LIMIT environment variable) and the
+# memory the machine and the process's cgroup can still give (available_memory). Both are read at every call.
 
 _memory_limit = None
+_UNIT_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+_BYTES_PATTERN = r"\s*([0-9]+(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)(?:i?b)?\s*"
+
+
+def _parse_bytes(value, what):
+    """Bytes of an int, a float or a string such as "512M", "1.5 GiB", "2e9" (units are binary: K = 1024)."""
+    bad = AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}={value!r} is not a byte count; use a non-negative integer or "
+                                              f"a string such as '512M' or '8GiB'")
+    if isinstance(value, (bool, np.bool_)):
+        raise bad
+    if isinstance(value, (int, np.integer)):
+        n = int(value)
+    elif isinstance(value, (float, np.floating)):
+        if not np.isfinite(value):
+            raise bad
+        n = int(value)
+    elif isinstance(value, str):
+        import re  # the guard's only string parsing; kept here so the section stays self-contained
+
+        m = re.fullmatch(_BYTES_PATTERN, value, re.IGNORECASE)
+        if m is None:
+            raise bad
+        n = int(float(m.group(1)) * 1024 ** _UNIT_POWERS[m.group(2).lower()])
+    else:
+        raise bad
+    if n < 0:
+        raise bad
+    return n
 
 
 def set_memory_limit(nbytes):
-    """Cap the bytes one op may allocate (None = the machine's available memory)."""
+    """Cap the bytes one op call may allocate: an integer, or a string such as "512M" / "8GiB" (binary units).
+
+    ``None`` removes the cap (NPU_EMU_MEMORY_LIMIT, if set, applies again). The machine's available memory caps
+    every call anyway. Returns the previous cap (an int or None), so a caller can restore it.
+    """
     global _memory_limit
-    _memory_limit = None if nbytes is None else int(nbytes)
+    new = None if nbytes is None else _parse_bytes(nbytes, "set_memory_limit")
+    old, _memory_limit = _memory_limit, new
+    return old
+
+
+def _read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _read_int(path):
+    """An integer control file; None when missing, unreadable or "max" (unlimited)."""
+    text = _read_text(path)
+    try:
+        return None if text is None else int(text.strip())
+    except ValueError:
+        return None
+
+
+def _stat_field(path, key):
+    for line in (_read_text(path) or "").splitlines():
+        k, _, v = line.partition(" ")
+        if k == key and v.strip().isdigit():
+            return int(v)
+    return 0
+
+
+def _cgroup_available():
+    """Bytes the process's memory cgroup still grants (limit - usage + reclaimable page cache), None if unlimited.
+
+    cgroup v2: memory.max / memory.current of the process's group (from /proc/self/cgroup "0::<path>");
+    cgroup v1: memory.limit_in_bytes / memory.usage_in_bytes. Containers and CI runners are capped this way while
+    /proc/meminfo still shows the whole host.
+    """
+    root = "/sys/fs/cgroup"
+    rel = ""
+    for line in (_read_text("/proc/self/cgroup") or "").splitlines():
+        hid, _, rest = line.partition(":")
+        ctrl, _, path = rest.partition(":")
+        if hid == "0" and ctrl == "":
+            rel = path.strip().lstrip("/")
+    found = []
+    for d in dict.fromkeys([os.path.join(root, rel), root]):
+        limit = _read_int(os.path.join(d, "memory.max"))
+        if limit is not None:
+            used = _read_int(os.path.join(d, "memory.current")) or 0
+            found.append(limit - used + _stat_field(os.path.join(d, "memory.stat"), "inactive_file"))
+            break
+    v1 = os.path.join(root, "memory")
+    limit = _read_int(os.path.join(v1, "memory.limit_in_bytes"))
+    if limit is not None and limit < 2 ** 60:            # v1 writes a page-rounded 2^63 for "unlimited"
+        used = _read_int(os.path.join(v1, "memory.usage_in_bytes")) or 0
+        found.append(limit - used + _stat_field(os.path.join(v1, "memory.stat"), "total_inactive_file"))
+    return max(min(found), 0) if found else None
 
 
 def available_memory():
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+    """Bytes this process can still allocate: /proc/meminfo MemAvailable, lowered to what the process's memory
+    cgroup allows. None when neither is known (non-Linux): then only a user limit applies."""
+    avail = None
+    for line in (_read_text("/proc/meminfo") or "").splitlines():
+        if line.startswith("MemAvailable:"):
+            avail = int(line.split()[1]) * 1024
+            break
+    cg = _cgroup_available()
+    if cg is not None:
+        avail = cg if avail is None else min(avail, cg)
+    return avail
+
+
+def _memory_cap():
+    """(bytes, where the cap comes from) of the limit check_memory applies now; (None, "") when unknown."""
+    caps = []
+    if _memory_limit is not None:
+        caps.append((_memory_limit, "the limit set with npu_emu.frontend.set_memory_limit()"))
+    else:
+        env = os.environ.get("NPU_EMU_MEMORY_LIMIT", "").strip()
+        if env:
+            caps.append((_parse_bytes(env, "NPU_EMU_MEMORY_LIMIT"), "NPU_EMU_MEMORY_LIMIT"))
+    avail = available_memory()
+    if avail is not None:
+        caps.append((avail, "the memory available on this machine"))
+    return min(caps, key=lambda c: c[0]) if caps else (None, "")
+
+
+def _fmt_bytes(n):
+    return f"{n:,} bytes ({n / 2 ** 30:.2f} GiB)"
 
 
 def check_memory(nbytes, what):
-    """Refuse an allocation the machine (or the user's limit) cannot hold, instead of being OOM-killed."""
-    limit = _memory_limit
-    env = os.environ.get("NPU_EMU_MEMORY_LIMIT")
-    if limit is None and env:
-        limit = int(float(env))
-    if limit is None:
-        limit = available_memory()
-    if limit is not None and nbytes > limit:
+    """Refuse, before allocating, an op whose estimate ``nbytes`` (outputs + temporaries) exceeds the cap.
+
+    Raises AclnnError 361001 (ACLNN_ERR_RUNTIME_ERROR, CANN's code for a failed runtime allocation) naming the
+    size, the cap and where the cap comes from, instead of a numpy MemoryError or being OOM-killed. Returns the
+    estimate as an int.
+    """
+    if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, (int, np.integer)) or nbytes < 0:
+        raise AclnnError(ACLNN_ERR_INNER, f"memory estimate of {what} is {nbytes!r}; an op must pass a "
+                                          f"non-negative integer byte count to check_memory")
+    n = int(nbytes)
+    limit, source = _memory_cap()
+    if limit is not None and n > limit:
         raise AclnnError(ACLNN_ERR_RUNTIME_ERROR,
-                         f"{what} needs {nbytes / 2**30:.2f} GiB but only {limit / 2**30:.2f} GiB is available "
-                         f"(set NPU_EMU_MEMORY_LIMIT or npu_emu.frontend.set_memory_limit to change the cap); "
-                         f"use a smaller shape")
+                         f"{what} needs {_fmt_bytes(n)} but {source} allows {_fmt_bytes(limit)}; use a smaller "
+                         f"shape or split the call (the cap is the smaller of set_memory_limit() / "
+                         f"NPU_EMU_MEMORY_LIMIT and the memory available on this machine)")
+    return n
 
 
 # ---------------------------------------------------------------------------------------------------------------
