@@ -14,7 +14,8 @@ Sources: ``cannmirror/asc-devkit: docs/zh/api/SIMD-API/基础API/Memory矢量计
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 from npu_emu.ascendc._elem import itemsize
 from npu_emu.ascendc.constants import BLOCK_BYTES
@@ -49,7 +50,7 @@ def _fill_run(dst, d0, value, n):
 
 
 @njit(**_JIT)
-def DataCopy(dst, src, count, blockLen=None, srcStride=0, dstStride=0):
+def _data_copy_jit(dst, src, count, blockLen=None, srcStride=0, dstStride=0):
     """AscendC::DataCopy, GM -> UB, UB -> GM and UB -> UB (the direction does not change the semantics).
 
     Two overloads, as in Ascend C:
@@ -127,6 +128,46 @@ def DataCopyPad(dst, src, blockCount, blockLen, srcStride, dstStride,
 
 
 # ----------------------------------------------------------------------------------------------------------------
+
+def DataCopy(dst, src, count, blockLen=None, srcStride=0, dstStride=0):
+    """AscendC::DataCopy. Inside njit code it is the instruction above (``_data_copy_jit``; count or the unpacked
+    DataCopyParams). Called from Python it also takes the structs, validated before any njit call:
+    ``DataCopy(dst, src, count)``, ``DataCopy(dst, src, DataCopyParams)`` and the enhanced CO1 -> CO2 form
+    ``DataCopy(dst, src, intriParams, enhancedParams)`` with a ``DataCopyEnhancedParams``
+    (``deq.data_copy_co1_to_co2``).
+    """
+    if blockLen is not None and not isinstance(blockLen, (int, np.integer)):
+        from npu_emu.ascendc import deq  # the DEQ copy is a separate module; loaded only when it is used
+
+        if isinstance(blockLen, deq.DataCopyEnhancedParams):
+            return deq.data_copy_co1_to_co2(dst, src, count, blockLen)
+        raise invalid(f"DataCopy: the 4th argument is {type(blockLen).__name__}; pass blockLen (an int) or a "
+                      f"DataCopyEnhancedParams for the CO1 -> CO2 copy")
+    if blockLen is None:
+        return data_copy(dst, src, count)
+    _check_views(dst, src, "DataCopy")
+    # the unpacked form keeps the instruction's no-op for blockCount == 0 or blockLen == 0 (DataCopyParams wants >= 1)
+    for name, v, hi in (("blockCount", count, 4095), ("blockLen", blockLen, 65535), ("srcStride", srcStride, 65535),
+                        ("dstStride", dstStride, 65535)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or not 0 <= v <= hi:
+            raise invalid(f"DataCopy: {name}={v!r} is out of range; use an int in [0, {hi}]")
+    _data_copy_jit(dst, src, int(count), int(blockLen), int(srcStride), int(dstStride))
+
+
+@overload(DataCopy, inline="always")
+def _data_copy_overload(dst, src, count, blockLen=None, srcStride=0, dstStride=0):
+    # the overload is picked at typing time: forwarding an omitted blockLen as a None value would defeat numba's
+    # pruning of `blockLen is None` in the instruction
+    if blockLen is None or isinstance(blockLen, (types.NoneType, types.Omitted)):
+        def count_form(dst, src, count, blockLen=None, srcStride=0, dstStride=0):
+            _data_copy_jit(dst, src, count)
+        return count_form
+
+    def params_form(dst, src, count, blockLen=None, srcStride=0, dstStride=0):
+        _data_copy_jit(dst, src, count, blockLen, srcStride, dstStride)
+    return params_form
+
+
 # Python-level conveniences: take the Ascend C structs, validate, then call the njit instruction.
 
 
@@ -174,11 +215,11 @@ def data_copy(dst, src, params):
     """``DataCopy(dst, src, count)`` or ``DataCopy(dst, src, DataCopyParams)`` called from Python."""
     _check_views(dst, src, "DataCopy")
     if isinstance(params, DataCopyParams):
-        DataCopy(dst, src, params.blockCount, params.blockLen, params.srcStride, params.dstStride)
+        _data_copy_jit(dst, src, params.blockCount, params.blockLen, params.srcStride, params.dstStride)
         return
     if not isinstance(params, (int, np.integer)) or isinstance(params, bool) or params < 0:
         raise invalid(f"DataCopy: count={params!r} must be a non-negative int or a DataCopyParams")
-    DataCopy(dst, src, int(params))
+    _data_copy_jit(dst, src, int(params))
 
 
 def data_copy_pad(dst, src, copy_params, pad_params=None):

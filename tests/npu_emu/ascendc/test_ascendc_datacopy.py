@@ -129,3 +129,29 @@ def test_python_level_pad_structs_and_checks():
         data_copy_pad(ub, x, DataCopyExtParams(1, 56, 0, 0, 0), DataCopyPadExtParams(True, 0, 9, 0))  # 36 B pad
     with pytest.raises(AclnnError):
         DataCopyExtParams(blockCount=4096)
+
+
+def test_python_datacopy_forms_match_the_instruction():
+    # From Python, DataCopy takes a count, the unpacked DataCopyParams or the struct, validated before numba
+    from numba import njit
+
+    from npu_emu.ascendc import DataCopy
+
+    @njit
+    def in_kernel(dst, src):
+        DataCopy(dst, src, 2, 1, 1, 0)  # the njit overload: two 32-byte bursts, a 1-block gap on the src side
+
+    src = np.arange(128, dtype=np.uint8)
+    ref = np.zeros(64, np.uint8)
+    in_kernel(ref, src)
+    assert ref[:32].tolist() == list(range(32)) and ref[32:].tolist() == list(range(64, 96))
+    for call in (lambda d: DataCopy(d, src, 2, 1, 1, 0), lambda d: DataCopy(d, src, DataCopyParams(2, 1, 1, 0))):
+        d = np.zeros(64, np.uint8)
+        call(d)
+        np.testing.assert_array_equal(d, ref)
+    d = np.zeros(64, np.uint8)
+    DataCopy(d, src, 40)  # 40 bytes round down to one 32-byte block, as the device does
+    assert d[:32].tolist() == list(range(32)) and not d[32:].any()
+    with pytest.raises(AclnnError) as e:
+        DataCopy(d, src.astype(np.int32), 16)
+    assert e.value.status == 161002

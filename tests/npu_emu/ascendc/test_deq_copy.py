@@ -463,3 +463,25 @@ def test_default_kernels_equal_generic_kernels():
             k.deq16_matrix_default(acc, a16, m, shift, mcb, relu)
             k.deq16_matrix(acc, b16, m, shift, mcb, relu, k.DEFAULT_SWITCHES)
             np.testing.assert_array_equal(a16, b16)
+
+
+def test_datacopy_enhanced_form_from_python():
+    # npu_emu.ascendc.DataCopy(dst, src, intriParams, enhancedParams) is the Ascend C call shape; it must write the
+    # same bytes as the LocalTensor-view entry it routes to, and leave everything else untouched
+    from npu_emu.ascendc import DataCopy
+
+    def run(copy):
+        ub = np.zeros(4096, np.uint8)
+        l0c = np.zeros(8192, np.uint8)
+        l0c[1024:2048] = FRACTAL.reshape(-1).view(np.uint8)
+        deq.DeqVector.build(np.full(16, 0.5), sign=True).write(ub, 2048)
+        copy(ub[512:768].view(np.int8), l0c[1024:].view(np.int32), DataCopyParams(1, 1, 0, 0),
+             ep(deq_scale=VDEQ8, table=2048))
+        return ub
+
+    a, b = run(DataCopy), run(deq.data_copy_co1_to_co2)
+    np.testing.assert_array_equal(a, b)
+    assert (a[512:768].view(np.int8).reshape(16, 16) == np.rint(FRACTAL * 0.5).clip(-128, 127)).all()
+    with pytest.raises(AclnnError, match="DataCopyEnhancedParams") as e:
+        DataCopy(np.zeros(16, np.int8), np.zeros(16, np.int8), DataCopyParams(1, 1, 0, 0), "DEQ8")
+    assert e.value.status == 161002
