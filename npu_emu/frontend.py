@@ -111,6 +111,28 @@ def resolve_dtype(d, what="dtype"):
     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}={nd} is not supported by npu-emu")
 
 
+# torch / torch_npu dtype codes, as torch_npu's `dst_type` arguments take them. They are NOT aclDataType values (spec
+# README §5 "pitfalls"): 23/24 are torch's float8_e5m2/e4m3fn, 290-297 torch_npu's own (torch_npu.hifloat8 = 290,
+# float8_e8m0fnu = 293, float4_e2m1fn_x2 = 296, float4_e1m2fn_x2 = 297; 291/292 e5m2/e4m3fn, accepted by the meta
+# functions, spec mx_quant.md §11).
+TORCH_NPU_DTYPES = {
+    23: "float8_e5m2", 24: "float8_e4m3fn", 290: "hifloat8", 291: "float8_e5m2", 292: "float8_e4m3fn",
+    293: "float8_e8m0", 296: "float4_e2m1", 297: "float4_e1m2",
+}
+
+
+def resolve_torch_npu_dtype(d, what="dst_type"):
+    """Canonical name of a torch_npu-style dtype argument: a torch / torch_npu int code, a torch dtype or a name."""
+    if isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)):
+        if int(d) in TORCH_NPU_DTYPES:
+            return TORCH_NPU_DTYPES[int(d)]
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                         f"{what}={int(d)} is not a torch_npu dtype code; use one of "
+                         f"{ {k: v for k, v in TORCH_NPU_DTYPES.items()} }, a torch dtype or a name "
+                         f"(aclDataType values belong to the aclnn layer)")
+    return resolve_dtype(d, what)
+
+
 def storage_dtype(name):
     """numpy dtype used to hold values of the canonical dtype ``name``."""
     return _STORAGE[resolve_dtype(name)]
