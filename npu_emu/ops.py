@@ -8,8 +8,23 @@ from npu_emu.kernels.gather_dequant_int8.api import gather_dequant_int8
 from npu_emu.kernels.quant_matmul.api import NzWeight, npu_quant_matmul, npu_trans_quant_param
 from npu_emu.kernels.sign_bits.api import npu_sign_bits_pack, npu_sign_bits_unpack
 
+# torch_npu's own dtype constants, so `torch_npu.float4_e2m1fn_x2` etc. in a swapped-in script keep their values
+# (frontend.TORCH_NPU_DTYPES resolves them in every dst_type argument).
+hifloat8 = 290
+float8_e5m2 = 291
+float8_e4m3fn = 292
+float8_e8m0fnu = 293
+float4_e2m1fn_x2 = 296
+float4_e1m2fn_x2 = 297
+
 __all__ = [
     "NzWeight",
+    "float4_e1m2fn_x2",
+    "float4_e2m1fn_x2",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e8m0fnu",
+    "hifloat8",
     "data_copy_dequant",
     "gather_dequant_int8",
     "npu_quant_matmul",

@@ -35,3 +35,12 @@ def test_names_and_dtypes_pass_through():
     assert resolve_torch_npu_dtype("float4_e2m1fn_x2") == "float4_e2m1"
     assert resolve_torch_npu_dtype(ml_dtypes.float8_e4m3fn) == "float8_e4m3fn"
     assert resolve_torch_npu_dtype("torch.float8_e5m2") == "float8_e5m2"
+
+
+def test_ops_carries_torch_npu_dtype_constants():
+    import npu_emu.ops as torch_npu
+
+    for attr, name in (("hifloat8", "hifloat8"), ("float8_e5m2", "float8_e5m2"), ("float8_e4m3fn", "float8_e4m3fn"),
+                       ("float8_e8m0fnu", "float8_e8m0"), ("float4_e2m1fn_x2", "float4_e2m1"),
+                       ("float4_e1m2fn_x2", "float4_e1m2")):
+        assert resolve_torch_npu_dtype(getattr(torch_npu, attr)) == name
