@@ -33,7 +33,7 @@ import struct
 
 import numpy as np
 
-from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
+from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, ACLNN_ERR_PARAM_INVALID, AclnnError
 
 __all__ = ["TilingData", "TilingResult", "CTYPES"]
 
@@ -282,6 +282,28 @@ class TilingData(metaclass=_TilingMeta):
             raise _tiling_error(f"{cls.__name__}.from_bytes got {len(raw)} bytes; the struct is {size} bytes "
                                 f"(check the struct definition against the op_host TilingData)")
         return cls._unpack(raw, 0)
+
+    @classmethod
+    def coerce(cls, value, what="tiling"):
+        """A user's tiling data as an instance of this struct: an instance, a dict of its fields, or its packed
+        bytes (what an op_host wrote). Anything else, or a dict with missing / unknown fields, is an AclnnError."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, (bytes, bytearray, memoryview)) or (isinstance(value, np.ndarray)
+                                                                 and value.dtype == np.uint8):
+            return cls.from_bytes(value)
+        if isinstance(value, dict):
+            names = [m.name for m in _layout(cls).members]
+            missing = [n for n in names if n not in value]
+            unknown = [k for k in value if k not in names]
+            if missing or unknown:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                                 f"{what}: a {cls.__name__} dict needs exactly the fields {names}"
+                                 + (f"; missing {missing}" if missing else "")
+                                 + (f"; unknown {unknown}" if unknown else ""))
+            return cls(**value)
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what} must be a {cls.__name__}, a dict of its fields or its "
+                                                  f"packed bytes, not {type(value).__name__}")
 
     @classmethod
     def _unpack(cls, raw, base):

@@ -32,21 +32,11 @@ def _options(soc, core_num, ub_size):
 
 
 def _user_tiling(tiling, cls, host):
-    """Accept a user's tiling data (dataclass, dict of fields, or the packed struct bytes)."""
+    """A user's tiling data (dataclass, dict of fields, or the packed struct bytes) in place of the host's."""
     if tiling is None:
         return host
-    if isinstance(tiling, (bytes, bytearray, memoryview)):
-        td = cls.from_bytes(bytes(tiling))
-    elif isinstance(tiling, dict):
-        td = cls(**tiling)
-    elif isinstance(tiling, cls):
-        td = tiling
-    else:
-        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
-                         f"tiling must be a {cls.__name__}, a dict of its fields or its packed bytes")
-    block_dim = host.block_dim
-    return tiling_mod.TilingResult(td, block_dim, host.tiling_key, host.workspace_size, host.ub_size,
-                                   host.core_num, host.soc)
+    return tiling_mod.TilingResult(cls.coerce(tiling), host.block_dim, host.tiling_key, host.workspace_size,
+                                   host.ub_size, host.core_num, host.soc)
 
 
 def _make_trace(op, tr, overruns, notes=()):

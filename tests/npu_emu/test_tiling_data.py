@@ -223,3 +223,22 @@ def test_tiling_result_carries_the_launch_facts():
     assert dataclasses.replace(tr, block_dim=2).block_dim == 2
     with pytest.raises(dataclasses.FrozenInstanceError):
         tr.block_dim = 3
+
+
+def test_coerce_takes_instance_dict_and_bytes():
+    td = SignBitsPackTilingData(*range(1, 13))
+    assert SignBitsPackTilingData.coerce(td) is td
+    assert SignBitsPackTilingData.coerce(td.fields()) == td
+    assert SignBitsPackTilingData.coerce(td.to_bytes()) == td
+    assert SignBitsPackTilingData.coerce(np.frombuffer(td.to_bytes(), np.uint8)) == td
+
+
+@pytest.mark.parametrize("bad, words", [
+    ({"smallCoreDataNum": 1}, "missing"),
+    ({**{f.name: 1 for f in dataclasses.fields(SignBitsPackTilingData)}, "extra": 2}, "unknown ['extra']"),
+    ([1, 2, 3], "not list"),
+    (b"\x00" * 3, "got 3 bytes"),
+])
+def test_coerce_rejects_with_aclnn_errors(bad, words):
+    with pytest.raises(AclnnError, match=words.replace("[", r"\[").replace("]", r"\]")):
+        SignBitsPackTilingData.coerce(bad)
