@@ -5,6 +5,7 @@ Thin re-exports: each op family's front end lives in kernels/<op>/api.py next to
 
 from npu_emu.ascendc.deq import data_copy_dequant
 from npu_emu.kernels.gather_dequant_int8.api import gather_dequant_int8
+from npu_emu.kernels.mx_quant.api import mx_dequantize, npu_dynamic_mx_quant, npu_grouped_dynamic_mx_quant
 from npu_emu.kernels.quant_matmul.api import NzWeight, npu_quant_matmul, npu_trans_quant_param
 from npu_emu.kernels.sign_bits.api import npu_sign_bits_pack, npu_sign_bits_unpack
 
@@ -27,6 +28,9 @@ __all__ = [
     "hifloat8",
     "data_copy_dequant",
     "gather_dequant_int8",
+    "mx_dequantize",
+    "npu_dynamic_mx_quant",
+    "npu_grouped_dynamic_mx_quant",
     "npu_quant_matmul",
     "npu_sign_bits_pack",
     "npu_sign_bits_unpack",

@@ -1,0 +1,892 @@
+"""Per-core kernels of GroupedDynamicMxQuant and DynamicMxQuant (Ascend 950, arch35) and their GM access patterns.
+
+GroupedDynamicMxQuant transliterates hicann/ops-nn: quant/grouped_dynamic_mx_quant/op_kernel/arch35/
+grouped_dynamic_mx_quant_combine.h on quant/quant_common/op_kernel/grouped_split_base.h (ProcessBase: the groups
+in order, each group's 64 x 128 tiles spread over the cores from a rotating offset) and
+quant/quant_common/op_kernel/mx_quant_common.h (ComputeMxScaleOCP / ComputeMxScaleCuBLAS /
+ComputeMxScaleDynamicDtypeRange, ComputeData, ComputeFP4FromFp32). DynamicMxQuant runs the same per-block
+arithmetic (quant/dynamic_mx_quant/op_kernel/arch35/dynamic_mx_quant_tail_axis*.h, ..._not_tail_axis*.h) over
+npu-emu's unit decomposition (tiling.py).
+
+The 950 kernels are register-level (Reg::) vector functions; here each becomes a loop over the UB tile with the same
+rounding points: the block maximum (integer or floating), the scale code, one FP32 multiply by the power-of-two
+reciprocal (a BF16 multiply for DynamicMxQuant BF16 inputs) and one saturating conversion through the codecs of
+npu_emu.dtypes.scalar. With ``faithful`` each tile goes GM -> UB (DataCopyPad), Compute, UB -> GM (DataCopyPad);
+otherwise the same compute functions read and write GM directly (bit-identical by construction, and tested).
+
+Speed: for BF16 inputs without switches the element conversion is a lookup in a 64 Ki-entry table filled by the
+codecs once per launch (build_lut): a normal BF16 x times the power-of-two reciprocal 2^s is exactly x's pattern
+with s added to the exponent field, so its code is the codec's code of that pattern; every other element (zeros,
+subnormals, Inf/NaN, products leaving the normal range, reciprocals that are 0, NaN or 2^-127) goes through the
+codecs directly. Switches (ftz, unsigned zeros, high-nibble-first FP4) and FP16/FP32 inputs take the plain codec
+path for every element.
+
+Cores write disjoint GM ranges, so results do not depend on the host thread count.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from npu_emu.ascendc.datacopy import DataCopyPad
+from npu_emu.dtypes.scalar import (
+    CAST_FLOOR,
+    CAST_RINT,
+    CAST_ROUND,
+    bf16_to_f32,
+    encode_e4m3fn,
+    encode_e5m2,
+    encode_fp4_e1m2,
+    encode_fp4_e2m1,
+    f16_to_f32,
+    f32_as_u32,
+    f32_to_bf16,
+    u32_as_f32,
+)
+from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
+from npu_emu.kernels.mx_quant.tiling import dynamic_ub_bytes, grouped_ub_bytes, unit_ranges
+from npu_emu.launch import launch, ub_view
+from npu_emu.validate import MAX_BLOCK_DIM, MAX_TILES, AccessPattern
+
+_INL = dict(inline="always", cache=True, error_model="numpy")
+_FN = dict(cache=True, error_model="numpy")
+
+# input kinds, output kinds, scale algorithms
+X_BF16, X_F16, X_F32 = 0, 1, 2
+D_E4M3, D_E5M2, D_E2M1, D_E1M2 = 0, 1, 2, 3
+ALG_OCP, ALG_RCEIL, ALG_RCEIL_NOSUB, ALG_RANGE = 0, 1, 2, 3
+ROUND_MODE = {"rint": CAST_RINT, "round": CAST_ROUND, "floor": CAST_FLOOR}
+X_KIND = {"bfloat16": X_BF16, "float16": X_F16, "float32": X_F32}
+D_KIND = {"float8_e4m3fn": D_E4M3, "float8_e5m2": D_E5M2, "float4_e2m1": D_E2M1, "float4_e1m2": D_E1M2}
+EMAX_OF = (8, 15, 2, 0)                         # by D_* kind
+RANGE_ADD = (0, 0x3F, 0x1F, 0x0F)               # bump constant by dst_type_max class (ADD_VALUE_FOR_BF16_MAN1..3)
+
+# int64 parameter vector shared by both kernels (built by make_params)
+P_XK, P_DST, P_RMODE, P_ALG, P_ADD, P_LEGACY, P_SIGNED_ZERO, P_FTZ, P_NAN_IGNORE, P_HIGH_FIRST, P_DYN, \
+    P_FAITHFUL, P_LEN = range(13)
+
+
+
+def make_params(*, x_dtype, y_dtype, round_mode, alg, dtm_class, legacy, signed_zero, ftz, nan_in_max,
+                fp4_nibble_order, dynamic, faithful):
+    """The kernels' int64 switch vector (see the P_* indices)."""
+    p = np.zeros(P_LEN, np.int64)
+    p[P_XK] = X_KIND[x_dtype]
+    p[P_DST] = D_KIND[y_dtype]
+    p[P_RMODE] = ROUND_MODE[round_mode]
+    p[P_ALG] = alg
+    p[P_ADD] = RANGE_ADD[dtm_class]
+    p[P_LEGACY] = bool(legacy)
+    p[P_SIGNED_ZERO] = bool(signed_zero)
+    p[P_FTZ] = bool(ftz)
+    p[P_NAN_IGNORE] = nan_in_max == "ignore"
+    p[P_HIGH_FIRST] = fp4_nibble_order == "high_first"
+    p[P_DYN] = bool(dynamic)
+    p[P_FAITHFUL] = bool(faithful)
+    return p
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# per-element and per-block arithmetic (shared by every path)
+# ---------------------------------------------------------------------------------------------------------------
+
+@njit(**_INL)
+def _ftz32(v):
+    """FP32 subnormal -> zero of the same sign (``ftz=True``)."""
+    u = f32_as_u32(v)
+    if (u & np.uint32(0x7F800000)) == 0:
+        return u32_as_f32(u & np.uint32(0x80000000))
+    return np.float32(v)
+
+
+@njit(**_INL)
+def _x_f32(b, xk):
+    """Exact FP32 value of one input element given as its bits."""
+    if xk == X_BF16:
+        return bf16_to_f32(b)
+    if xk == X_F16:
+        return f16_to_f32(np.uint16(b))
+    return u32_as_f32(np.uint32(b))
+
+
+@njit(**_INL)
+def _load(xs, i, xk):
+    """Bits of input element i. GM and UB x arrive as uint16 words whatever the input type (one compiled kernel);
+    an FP32 element is two little-endian words."""
+    if xk == X_F32:
+        return np.int64(xs[2 * i]) | (np.int64(xs[2 * i + 1]) << 16)
+    return np.int64(xs[i])
+
+
+@njit(**_FN)
+def _bf16_rint(v):
+    """FP32 -> BF16 (RNE) -> FP32: the BF16 vector multiply's rounding, and the FP16 -> BF16 cast of the
+    dynamic-range rule."""
+    return bf16_to_f32(f32_to_bf16(v, CAST_RINT, False))
+
+
+@njit(**_INL)
+def _f16_bf16_exponent(h):
+    """Exponent field of an FP16 value cast to BF16 with CAST_TRUNC: truncation never changes the exponent and every
+    FP16 value is a normal BF16, so it is the exact value's floor(log2) + 127 (0 for zero, 255 for Inf/NaN)."""
+    e5 = (h >> 10) & 0x1F
+    if e5 == 31:
+        return np.int64(255)
+    if e5 != 0:
+        return e5 + 112
+    m = h & 0x3FF
+    k = np.int64(0)
+    while m > 1:
+        m >>= 1
+        k += 1
+    return np.int64(103) + k if (h & 0x3FF) != 0 else np.int64(0)
+
+
+@njit(**_FN)
+def _stat_key(b, xk, alg, dyn, nan_ignore):
+    """The quantity whose integer maximum over a block decides its scale.
+
+    OCP: the biased exponent of the element viewed as BF16 (FP16 through a CAST_TRUNC to BF16; FP32: its own
+    exponent field). RCEIL: the |x| bits in the input format (NaN > Inf > finite; "ignore" drops NaN as the
+    floating Max would). Dynamic range: the |x| bits as BF16 (FP16 cast with CAST_RINT, the DynamicMxQuant kernel
+    forcing FP16 Inf/NaN to 0x7F80; FP32 truncated to its top 16 bits).
+    """
+    u = np.int64(b)
+    if alg == ALG_OCP:
+        if xk == X_BF16:
+            return (u >> 7) & 0xFF
+        if xk == X_F32:
+            return (u >> 23) & 0xFF
+        return _f16_bf16_exponent(u)
+    if alg == ALG_RANGE:
+        if xk == X_BF16:
+            return u & 0x7FFF
+        if xk == X_F32:
+            return (u & 0x7FFFFFFF) >> 16
+        if dyn and (u & 0x7C00) == 0x7C00:
+            return np.int64(0x7F80)
+        return np.int64(f32_as_u32(_bf16_rint(f16_to_f32(np.uint16(u & 0x7FFF))))) >> 16
+    if xk == X_F32:
+        a = u & 0x7FFFFFFF
+        nan = a > 0x7F800000
+    elif xk == X_F16:
+        a = u & 0x7FFF
+        nan = a > 0x7C00
+    else:
+        a = u & 0x7FFF
+        nan = a > 0x7F80
+    if nan and nan_ignore:
+        return np.int64(0)
+    return a
+
+
+@njit(**_FN)
+def _stats(xs, xb, xstride, r0, r1, ncols, stat, stat16, xk, alg, dyn, nan_ignore):
+    """stat[j] = max over rows [r0, r1) of the key of column j. BF16 keys are bit masks of the input, kept in
+    int32 (``stat16``) so the loops vectorise (the OCP exponent is taken as 0x7F80 bits and shifted once at the
+    end)."""
+    if xk == X_BF16 and (alg == ALG_OCP or alg == ALG_RANGE or not nan_ignore):
+        mask = np.int32(0x7F80 if alg == ALG_OCP else 0x7FFF)
+        for j in range(ncols):
+            stat16[j] = 0
+        for r in range(r0, r1):
+            xr = xs[xb + r * xstride:xb + r * xstride + ncols]      # a row slice: lets the loop vectorise
+            for j in range(ncols):
+                v = np.int32(xr[j]) & mask
+                stat16[j] = v if v > stat16[j] else stat16[j]
+        for j in range(ncols):
+            stat[j] = np.int64(stat16[j]) >> 7 if alg == ALG_OCP else np.int64(stat16[j])
+        return
+    for j in range(ncols):
+        stat[j] = 0
+    for r in range(r0, r1):
+        row = xb + r * xstride
+        for j in range(ncols):
+            stat[j] = max(stat[j], _stat_key(_load(xs, row + j, xk), xk, alg, dyn, nan_ignore))
+
+
+@njit(**_FN)
+def _scale(stat, xk, alg, add, em, legacy, dyn, r32, mlb32, ftz):
+    """(E8M0 code, BF16 bits of the reciprocal) of a block from its statistic (spec mx_quant.md §3.4, §3.7, §4)."""
+    if alg == ALG_OCP:
+        # ComputeMxScaleOCP: E = 255 -> NaN path; E <= emax -> code 0 and a zero reciprocal (v9.0-9.1 Grouped and
+        # v9.0 DynamicMxQuant: only E = 0; a tiny normal block gets 2^127); else 2^(127 - code), 2^-127 for 254.
+        if stat == 255:
+            return np.int64(255), np.int64(0x7F81)
+        if stat <= em:
+            return np.int64(0), np.int64(0x7F00 if (legacy and stat != 0) else 0)
+        code = stat - em
+        return code, np.int64(0x0040 if code == 254 else 0x7F00 - (code << 7))
+    if alg == ALG_RANGE:
+        # ComputeMxScaleDynamicDtypeRange, in the 16-bit register arithmetic of the kernel
+        ems = em << 7
+        e = stat & 0x7F80
+        if e == 0x7F80:
+            return np.int64(255), np.int64(0x7F81)
+        ea = (stat + add) & 0x7F80
+        if e < ems:
+            ea = ems
+        shared = (ea - ems) & 0xFFFF
+        zero = shared == 0 if dyn else e == 0
+        if zero:
+            return np.int64(0), np.int64(0)
+        if shared == 0x7F00:
+            return np.int64(254), np.int64(0x0040)
+        return (shared >> 7) & 0xFF, (0x7F00 - shared) & 0xFFFF
+    # RCEIL (ComputeMxScaleCuBLAS / ComputeScaleCublas): S = A * fl32(1/max), exponent + 1 when inexact
+    a = _x_f32(stat, xk)
+    if dyn:
+        if not (a <= np.float32(3.4028234663852886e38)):
+            return np.int64(255), np.int64(0x7F81)
+        if a == np.float32(0.0):
+            return np.int64(0), np.int64(0)
+        if mlb32 > a:
+            a = mlb32
+    if ftz:
+        a = _ftz32(a)
+    s = np.float32(a * r32)
+    if ftz:
+        s = _ftz32(s)
+    u = np.int64(f32_as_u32(s))
+    e = u >> 23
+    m = u & 0x7FFFFF
+    c = e
+    if (0 < e < 254 and m > 0) or (alg == ALG_RCEIL and e == 0 and m > 0x400000):
+        c = e + 1
+    if dyn:
+        return c & 0xFF, (0x7F00 - (c << 7)) & 0xFFFF
+    sh = (c << 7) & 0xFFFF
+    if sh == 0x7F80:
+        return c & 0xFF, np.int64(0x7F81)
+    if sh == 0x7F00:
+        return c & 0xFF, np.int64(0x0040)
+    return c & 0xFF, (0x7F00 - sh) & 0xFFFF
+
+
+SHIFT_NONE = 1 << 20     # marks a reciprocal that is not a normal power of two: its elements take the codec path
+
+
+@njit(**_INL)
+def _recip_shift(rb):
+    """(s << 7) when the reciprocal (BF16 bits) is the normal power of two 2^s, else SHIFT_NONE (0, NaN, 2^-127)."""
+    e = (rb >> 7) & 0xFF
+    if (rb & 0x807F) == 0 and 0 < e < 255:
+        return (e - 127) << 7
+    return np.int64(SHIFT_NONE)
+
+
+@njit(**_INL)
+def _scaled(b, xk, recip, ftz, bf16_mul):
+    """x * reciprocal as the vector unit forms it: one FP32 multiply (DynamicMxQuant BF16 inputs: a BF16 one)."""
+    x = _x_f32(b, xk)
+    if ftz:
+        x = _ftz32(x)
+    v = np.float32(x * recip)
+    if bf16_mul and (f32_as_u32(v) & np.uint32(0x7F800000)) == 0:
+        # A BF16 x times a power of two is exact in BF16 unless it falls below the normal range: only then can
+        # the BF16 multiply's rounding differ from the FP32 one.
+        v = _bf16_rint(v)
+    if ftz:
+        v = _ftz32(v)
+    return v
+
+
+@njit(**_INL)
+def _unsign_zero(c, zero_code, signed_zero):
+    if not signed_zero and c == zero_code:
+        return np.uint8(0)
+    return c
+
+
+@njit(**_FN)
+def build_lut(dst, rmode):
+    """Codes of every positive and negative BF16 value with a normal exponent, through the codecs: the fused
+    path's shortcut for BF16 inputs, where x * 2^s is the BF16 pattern of x with s added to its exponent."""
+    lut = np.zeros(65536, np.uint8)
+    for u in range(65536):
+        e = (u >> 7) & 0xFF
+        if 0 < e < 255:
+            v = bf16_to_f32(np.uint16(u))
+            if dst == D_E4M3:
+                lut[u] = encode_e4m3fn(v, True, False)
+            elif dst == D_E5M2:
+                lut[u] = encode_e5m2(v, True, False)
+            elif dst == D_E2M1:
+                lut[u] = encode_fp4_e2m1(v, rmode, False)
+            else:
+                lut[u] = encode_fp4_e1m2(v, rmode, False)
+    return lut
+
+
+@njit(**_FN)
+def _enc_one(b, xk, recip, dst, rmode, ftz, bf16_mul, sz):
+    """One element through the codecs: the general path, and the special elements of the table path (kept out of
+    line so the hot loops stay small)."""
+    v = _scaled(b, xk, recip, ftz, bf16_mul)
+    if dst == D_E4M3:
+        return _unsign_zero(encode_e4m3fn(v, True, False), np.uint8(0x80), sz)
+    if dst == D_E5M2:
+        return _unsign_zero(encode_e5m2(v, True, False), np.uint8(0x80), sz)
+    if dst == D_E2M1:
+        return _unsign_zero(encode_fp4_e2m1(v, rmode, False), np.uint8(8), sz)
+    return _unsign_zero(encode_fp4_e1m2(v, rmode, False), np.uint8(8), sz)
+
+
+@njit(**_FN)
+def _enc_bf16(b, recip, mode):
+    """_enc_one for the table path's special elements: BF16 in, no switches; mode = dst | rmode << 2 | bf16_mul << 5
+    (one packed argument keeps the call cheap for the hot loop around it)."""
+    return _enc_one(b, X_BF16, recip, mode & 3, (mode >> 2) & 7, False, (mode >> 5) & 1 == 1, True)
+
+
+@njit(**_FN)
+def _convert(xs, xb, xstride, r0, r1, ncols, recips, shifts, rrs, rcs, ys, yb, ystride, p, lut):
+    """Rows [r0, r1) x ncols columns of x -> codes (FP4: packed pairs, ncols even); y row r at ys[yb + r * ystride].
+
+    A block's reciprocal and shift are at index r * rrs + j * rcs: (0, 1) for column blocks, (1, 0) for runs laid
+    out as rows. BF16 input without switches takes the table (one lookup per element); everything else, and the
+    table's special elements, goes through _enc_one."""
+    dst, xk, rmode = p[P_DST], p[P_XK], p[P_RMODE]
+    ftz, sz, hf = p[P_FTZ] != 0, p[P_SIGNED_ZERO] != 0, p[P_HIGH_FIRST]
+    bf16_mul = p[P_DYN] != 0 and xk == X_BF16
+    fp4 = dst >= D_E2M1
+    plain = xk == X_BF16 and not ftz and sz and hf == 0
+    mode = dst | (rmode << 2) | (np.int64(bf16_mul) << 5)
+    for r in range(r0, r1):
+        row, yrow, rr = xb + r * xstride, yb + r * ystride, r * rrs
+        if plain and not fp4:
+            # x * 2^s for a normal BF16 x and a normal product is x's pattern with s added to the exponent field;
+            # the two unsigned range tests pick exactly those elements (zeros, subnormals, Inf/NaN and
+            # reciprocals other than a normal power of two fall through to the codec)
+            xr, yr = xs[row:row + ncols], ys[yrow:yrow + ncols]     # row slices: simpler aliasing, faster loops
+            if rcs == 1:
+                for j in range(ncols):                       # column blocks: rr = 0, one shift per column
+                    b = np.int64(xr[j])
+                    i = b & 0x7FFF
+                    t = i + shifts[j]
+                    if np.uint64(i - 0x80) < np.uint64(0x7F00) and np.uint64(t - 0x80) < np.uint64(0x7F00):
+                        yr[j] = lut[(b & 0x8000) | t]
+                    else:
+                        yr[j] = _enc_bf16(b, recips[j], mode)
+            else:
+                sh, rc = shifts[rr], recips[rr]                 # a run: one block per row
+                for j in range(ncols):
+                    b = np.int64(xr[j])
+                    i = b & 0x7FFF
+                    t = i + sh
+                    if np.uint64(i - 0x80) < np.uint64(0x7F00) and np.uint64(t - 0x80) < np.uint64(0x7F00):
+                        yr[j] = lut[(b & 0x8000) | t]
+                    else:
+                        yr[j] = _enc_bf16(b, rc, mode)
+        elif plain:
+            sh, rc = shifts[rr], recips[rr]
+            xr, yr = xs[row:row + ncols], ys[yrow:yrow + ncols // 2]
+            for j in range(0, ncols, 2):
+                pair = np.uint8(0)
+                for h in range(2):
+                    if rcs == 1:
+                        sh, rc = shifts[j + h], recips[j + h]
+                    b = np.int64(xr[j + h])
+                    i = b & 0x7FFF
+                    t = i + sh
+                    if np.uint64(i - 0x80) < np.uint64(0x7F00) and np.uint64(t - 0x80) < np.uint64(0x7F00):
+                        c = lut[(b & 0x8000) | t]
+                    else:
+                        c = _enc_bf16(b, rc, mode)
+                    pair |= np.uint8(c << (4 * h))
+                yr[j // 2] = pair
+        elif not fp4:
+            for j in range(ncols):
+                ys[yrow + j] = _enc_one(_load(xs, row + j, xk), xk, recips[rr + j * rcs], dst, rmode, ftz, bf16_mul,
+                                        sz)
+        else:
+            for j in range(0, ncols, 2):
+                pair = np.uint8(0)
+                for h in range(2):
+                    c = _enc_one(_load(xs, row + j + h, xk), xk, recips[rr + (j + h) * rcs], dst, rmode, ftz,
+                                 bf16_mul, sz)
+                    pair |= np.uint8(c << (4 * (h ^ hf)))
+                ys[yrow + j // 2] = pair
+
+
+@njit(**_INL)
+def _block_scale(stat, p, r32, mlb32):
+    """(code, reciprocal as FP32, shift) of one block."""
+    ftz = p[P_FTZ] != 0
+    code, rb = _scale(stat, p[P_XK], p[P_ALG], p[P_ADD], EMAX_OF[p[P_DST]], p[P_LEGACY] != 0, p[P_DYN] != 0, r32,
+                      mlb32, ftz)
+    r = bf16_to_f32(np.uint16(rb))
+    return code, (_ftz32(r) if ftz else r), _recip_shift(rb)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# block shapes: column blocks (rows x cols, one scale per column) and runs (blocks along a row, one scale each)
+# ---------------------------------------------------------------------------------------------------------------
+
+@njit(**_FN)
+def _column_blocks(xs, xb, xstride, r0, r1, ncols, ys, yb, ystride, ss, sb, slot, scr, scr16, recips, shifts, p,
+                   r32, mlb32, lut):
+    """Rows [r0, r1) of a tile, ``ncols`` columns: one block per column. Scale code of column j goes to
+    ss[sb + 2 * j + slot]; y row r starts at ys[yb + r * ystride] (packed bytes for FP4)."""
+    _stats(xs, xb, xstride, r0, r1, ncols, scr, scr16, p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0)
+    for j in range(ncols):
+        code, recips[j], shifts[j] = _block_scale(scr[j], p, r32, mlb32)
+        ss[sb + 2 * j + slot] = np.uint8(code)
+    _convert(xs, xb, xstride, r0, r1, ncols, recips, shifts, 0, 1, ys, yb, ystride, p, lut)
+
+
+@njit(**_FN)
+def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, shifts, p, r32, mlb32, lut):
+    """``nblk`` consecutive blocks of ``bs`` elements from xs[xb] (the last one ``last`` long), codes to
+    ss[sb + b] followed by ``pad`` 0x00 pad slots; y from ys[yb] (FP4: packed; bs and last even)."""
+    xk, alg, dyn, ni = p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0
+    for b in range(nblk):
+        n = bs if b < nblk - 1 else last
+        row = xb + b * bs
+        m = np.int64(0)
+        if xk == X_BF16 and (alg == ALG_OCP or alg == ALG_RANGE or not ni):
+            mask = np.int32(0x7F80 if alg == ALG_OCP else 0x7FFF)
+            m32 = np.int32(0)
+            xr = xs[row:row + n]
+            for i in range(n):
+                v = np.int32(xr[i]) & mask
+                m32 = v if v > m32 else m32
+            m = np.int64(m32) >> 7 if alg == ALG_OCP else np.int64(m32)
+        else:
+            for i in range(n):
+                m = max(m, _stat_key(_load(xs, row + i, xk), xk, alg, dyn, ni))
+        code, recips[b], shifts[b] = _block_scale(m, p, r32, mlb32)
+        ss[sb + b] = np.uint8(code)
+    for b in range(nblk, nblk + pad):
+        ss[sb + b] = np.uint8(0)
+    fp4 = p[P_DST] >= D_E2M1
+    ybs = bs // 2 if fp4 else bs
+    full = nblk if last == bs else nblk - 1
+    _convert(xs, xb, bs, 0, full, bs, recips, shifts, 1, 0, ys, yb, ybs, p, lut)
+    if full < nblk:
+        _convert(xs, xb, bs, full, nblk, last, recips, shifts, 1, 0, ys, yb, ybs, p, lut)
+
+
+# DataCopyPad (GM -> UB with its Normal padding mode, UB -> GM) behind two small helpers, compiled once for every
+# call site.
+
+@njit(**_FN)
+def _copy_in(ub_x, x_gm, rows, row_bytes, src_stride_bytes):
+    DataCopyPad(ub_x, x_gm, rows, row_bytes, src_stride_bytes, 0, False, 0, 0, 0)
+
+
+@njit(**_FN)
+def _copy_out(gm, ub, rows, row_bytes, dst_stride_bytes):
+    DataCopyPad(gm, ub, rows, row_bytes, 0, dst_stride_bytes)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# GroupedDynamicMxQuant
+# ---------------------------------------------------------------------------------------------------------------
+
+@njit(**_FN)
+def grouped_core_tiles(total_cores, core, group_index, group_num, block_col_size, block_row_count, out):
+    """GroupedSplit::ProcessBase for one core: fills out[k] = (group, group start, group size, block in group)
+    for the core's k-th tile (if ``out`` has room) and returns the number of tiles."""
+    rotate = 0
+    k = 0
+    for g in range(group_num):
+        start = np.int64(group_index[g - 1]) if g > 0 else np.int64(0)
+        size = np.int64(group_index[g]) - start
+        if size <= 0:
+            continue
+        count = ((size + block_col_size - 1) // block_col_size) * block_row_count
+        used = count if count < total_cores else total_cores
+        idx = core - rotate
+        if idx < 0:
+            idx += total_cores
+        loop, offset = np.int64(0), np.int64(0)
+        if idx < used:
+            head = count % used
+            per_head = (count + used - 1) // used
+            per_tail = count // used
+            if idx < head:
+                loop, offset = per_head, idx * per_head
+            else:
+                loop, offset = per_tail, head * per_head + (idx - head) * per_tail
+        rotate = (rotate + count) % total_cores
+        for i in range(loop):
+            if k < out.shape[0]:
+                out[k, 0] = g
+                out[k, 1] = start
+                out[k, 2] = size
+                out[k, 3] = offset + i
+            k += 1
+    return k
+
+
+@njit(**_INL)
+def _grouped_tile(x_gm, y_gm, s_gm, ub, td, g, start, size, blk, fp4, scr, scr16, recips, shifts, p, r32, lut):
+    """ProcessOneLoop + CopyIn / Compute (ComputeAll) / CopyOut of one 64 x 128 tile."""
+    n = td.rowSize
+    row_idx = blk % td.blockRowCount                        # tile column index (along n)
+    col_idx = blk // td.blockRowCount                       # tile row index (along m)
+    col_count = (size + td.blockColSize - 1) // td.blockColSize
+    cols = td.blockRowTailSize if row_idx == td.blockRowCount - 1 else td.blockRowSize
+    col_tail = size - (col_count - 1) * td.blockColSize
+    rows = col_tail if col_idx == col_count - 1 else td.blockColSize
+    x_off = (start + col_idx * td.blockColSize) * n + row_idx * td.blockRowSize
+    s_off = (start // 64 + g + col_idx) * n * 2 + row_idx * td.blockRowSize * 2
+    y_off = x_off // 2 if fp4 else x_off
+    y_row = n // 2 if fp4 else n
+    yb = cols // 2 if fp4 else cols                          # y bytes per tile row
+    half = td.blockColSize // 2                              # BLOCK_SIZE rows per scale block
+    faithful = p[P_FAITHFUL] != 0
+    # UB: in, mxscale and out queues of `buf` bytes each, double-buffered (only buffer 0 is used: double
+    # buffering changes timing, not values)
+    buf = (td.blockColSize * td.blockRowSize * 2 + 31) // 32 * 32 if faithful else 0
+    ub_x = ub_view(ub, 0, np.uint16, buf // 2)
+    ub_s = ub_view(ub, 2 * buf, np.uint8, buf)
+    ub_y = ub_view(ub, 4 * buf, np.uint8, buf)
+    if faithful:
+        _copy_in(ub_x, x_gm[x_off:], rows, cols * 2, (n - cols) * 2)
+        in_len = (cols + 15) & ~15                           # UB row pitch of the x tile, in elements
+        out_len = ((cols + 63) & ~63) // 2 if fp4 else (cols + 31) & ~31
+        xs, xb, xp, ys, yo, yp, ss, sb = ub_x, 0, in_len, ub_y, 0, out_len, ub_s, 0
+    else:
+        xs, xb, xp, ys, yo, yp, ss, sb = x_gm, x_off, n, y_gm, y_off, y_row, s_gm, s_off
+    # block 0 = the first 32 rows, block 1 = the rest (ComputeAll padMode 1), or Duplicate(scaleReg1, 0) pads slot 1
+    for slot in range(2):
+        r0 = slot * half
+        if r0 < rows:
+            _column_blocks(xs, xb, xp, r0, min(rows, r0 + half), cols, ys, yo, yp, ss, sb, slot, scr, scr16,
+                           recips, shifts, p, r32, np.float32(0.0), lut)
+        else:
+            for j in range(cols):
+                ss[sb + 2 * j + 1] = 0
+    if faithful:
+        _copy_out(y_gm[y_off:], ub_y, rows, yb, y_row - yb)
+        _copy_out(s_gm[s_off:], ub_s, 1, cols * 2, 0)
+
+
+@njit(**_FN)
+def _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32, lut):
+    """Everything one vector core does: Init (UB), then ProcessBase's tiles in order."""
+    fp4 = p[P_DST] >= D_E2M1
+    n_tiles = grouped_core_tiles(td.usedCoreNum, core, group_index, td.groupNum, td.blockColSize,
+                                 td.blockRowCount, np.empty((0, 4), np.int64))
+    tiles = np.empty((n_tiles, 4), np.int64)
+    grouped_core_tiles(td.usedCoreNum, core, group_index, td.groupNum, td.blockColSize, td.blockRowCount, tiles)
+    ub = np.empty(ub_size if p[P_FAITHFUL] != 0 else 0, np.uint8)
+    scr = np.empty(td.blockRowSize, np.int64)
+    scr16 = np.empty(td.blockRowSize, np.int32)
+    recips = np.empty(td.blockRowSize, np.float32)
+    shifts = np.empty(td.blockRowSize, np.int64)
+    for t in range(n_tiles):
+        _grouped_tile(x_gm, y_gm, s_gm, ub, td, tiles[t, 0], tiles[t, 1], tiles[t, 2], tiles[t, 3], fp4, scr,
+                      scr16, recips, shifts, p, r32, lut)
+
+
+@njit(parallel=True, **_FN)
+def grouped_dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32, lut):
+    """One prange iteration per vector core (GetBlockIdx() = core); cores past usedCoreNum return at once."""
+    for core in prange(block_dim):
+        if core < td.usedCoreNum:
+            _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32, lut)
+
+
+@njit(**_FN)
+def _tile_table(used, block_dim, group_index, group_num, block_col_size, block_row_count):
+    counts = np.zeros(block_dim, np.int64)
+    for core in range(min(block_dim, used)):
+        counts[core] = grouped_core_tiles(used, core, group_index, group_num, block_col_size, block_row_count,
+                                          np.empty((0, 4), np.int64))
+    out = np.empty((counts.sum(), 6), np.int64)
+    k = 0
+    for core in range(min(block_dim, used)):
+        t = np.empty((counts[core], 4), np.int64)
+        grouped_core_tiles(used, core, group_index, group_num, block_col_size, block_row_count, t)
+        for i in range(counts[core]):
+            out[k, 0] = core
+            out[k, 1] = i
+            out[k, 2:] = t[i]
+            k += 1
+    return out
+
+
+def grouped_tile_table(td, group_index, block_dim):
+    """All tiles of all cores: int64 array [(core, tile, group, start, size, block in group)]."""
+    return _tile_table(td.usedCoreNum, block_dim, np.ascontiguousarray(group_index, np.int32), td.groupNum,
+                       td.blockColSize, td.blockRowCount)
+
+
+def _expand_rows(core, tile, first, count, pitch, width):
+    """Records of ``count`` rows of ``width`` elements, row r starting at first + r * pitch (vectorised), with the
+    runs one core touches back to back merged into one record (a core covering whole rows gives one record per
+    tile row instead of 64 per tile; overlaps stay visible, as overlapping ranges never merge)."""
+    reps = np.repeat(np.arange(len(count)), count)
+    within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    start = first[reps] + within * pitch
+    core, tile, stop = core[reps], tile[reps], start + width[reps]
+    if start.size < 2:
+        return core, tile, start, stop
+    order = np.lexsort((start, core))
+    core, tile, start, stop = core[order], tile[order], start[order], stop[order]
+    new = np.ones(start.size, bool)
+    new[1:] = (core[1:] != core[:-1]) | (start[1:] != stop[:-1])
+    heads = np.flatnonzero(new)
+    ends = np.append(heads[1:], start.size) - 1
+    return core[heads], tile[heads], start[heads], stop[ends]
+
+
+def grouped_access(td, group_index, m, n, fp4, block_dim):
+    """The AccessPattern of the grouped kernel for this tiling and group_index (x, group_index, y, mxscale)."""
+    tab = grouped_tile_table(td, group_index, block_dim)
+    core, tile, g, start, size, blk = tab.T if len(tab) else (np.empty(0, np.int64),) * 6
+    row_idx = blk % td.blockRowCount
+    col_idx = blk // td.blockRowCount
+    col_count = (size + td.blockColSize - 1) // td.blockColSize
+    cols = np.where(row_idx == td.blockRowCount - 1, td.blockRowTailSize, td.blockRowSize)
+    rows = np.where(col_idx == col_count - 1, size - (col_count - 1) * td.blockColSize, td.blockColSize)
+    x_off = (start + col_idx * td.blockColSize) * n + row_idx * td.blockRowSize
+    s_off = (start // 64 + g + col_idx) * n * 2 + row_idx * td.blockRowSize * 2
+    ap = AccessPattern(block_dim)
+    ap.gm("x", m * n, np.uint16)
+    ap.gm("group_index", td.groupNum, np.int32)
+    ap.gm("y", m * n // 2 if fp4 else m * n, np.uint8, output=True)
+    ap.gm("mxscale", (m // 64 + td.groupNum) * n * 2, np.uint8)
+    c, t, a, b = _expand_rows(core, tile, x_off, rows, n, cols)
+    ap.read("x", c, t, a, b)
+    if fp4:
+        c, t, a, b = _expand_rows(core, tile, x_off // 2, rows, n // 2, cols // 2)
+    ap.write("y", c, t, a, b)
+    ap.write("mxscale", core, tile, s_off, s_off + 2 * cols)
+    ap.read("group_index", np.arange(block_dim), np.full(block_dim, -1), 0, td.groupNum)
+    ap.ub(np.arange(block_dim), -1, grouped_ub_bytes(td))
+    return ap
+
+
+_LUTS = {}
+
+
+def element_lut(params):
+    """build_lut's table for this launch's output format and round mode (BF16 inputs only), memoised."""
+    if params[P_XK] != X_BF16:
+        return np.zeros(1, np.uint8)
+    key = (int(params[P_DST]), int(params[P_RMODE]) if params[P_DST] >= D_E2M1 else 0)
+    if key not in _LUTS:
+        _LUTS[key] = build_lut(*key)
+    return _LUTS[key]
+
+
+def run_grouped(x_bits, group_index, y, mxscale, tr, params, r32, *, shape, validate=True):
+    """Launch the grouped kernel on flat bit views of x [m, n] (``shape``: the real one, which a user tiling's
+    rowSize/colSize must match); returns the validation report's overruns (none expected)."""
+    td = tr.tiling
+    fp4 = params[P_DST] >= D_E2M1
+    m, n = shape
+    _check_grouped_tiling(td, m, n, tr.ub_size, group_index, validate)
+    access = grouped_access(td, group_index, m, n, fp4, tr.block_dim) if validate else None
+
+    lut = element_lut(params)
+
+    def grouped_dynamic_mx_quant(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm):
+        grouped_dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm, params, np.float32(r32),
+                                        lut)
+
+    report = launch(grouped_dynamic_mx_quant, tr.block_dim, td, x_bits, group_index, y, mxscale,
+                    ub_size=tr.ub_size, access=access, validate=validate)
+    return list(report.overruns) if report is not None else []
+
+
+def _check_grouped_tiling(td, m, n, ub_size, group_index, validate):
+    """What the kernel's scratch and UB views rely on, checked even with validate=False (numba does not bounds-check):
+    the shape fields match x and groupIndex, 64-row tiles, tile widths a multiple of 16 (the UB row pitch) that fit
+    the scratch, and a tile count the tile walk and the validator's tables can hold. With validate=False the column
+    tiles must also end inside the rows (the validator reports that, with ranges, otherwise)."""
+    problems = []
+    if td.rowSize != n or td.colSize != m:
+        problems.append(f"rowSize/colSize = {td.rowSize}/{td.colSize} but x is [{m}, {n}]")
+    if td.groupNum != len(group_index):
+        # the tile walk reads groupIndex[0 .. groupNum - 1]
+        problems.append(f"groupNum = {td.groupNum} but groupIndex holds {len(group_index)} groups")
+    if not 0 < td.blockRowCount <= max(n, 1):
+        problems.append(f"blockRowCount = {td.blockRowCount} column tiles for n = {n} columns: every tile needs at "
+                        f"least one column (the host tiling gives ceil(n / blockRowSize))")
+    else:
+        row_tiles = np.diff(np.concatenate(([0], np.asarray(group_index, np.int64))))
+        tiles = int((-(-np.maximum(row_tiles, 0) // 64)).sum()) * td.blockRowCount
+        if tiles > MAX_TILES:
+            problems.append(f"{tiles} tiles in all, more than {MAX_TILES}; check blockRowCount")
+    end = (td.blockRowCount - 1) * td.blockRowSize + td.blockRowTailSize
+    if not validate and td.blockRowCount > 0 and end > n:
+        problems.append(f"the column tiles end at column {end}, past n = {n} (validate=False: nothing else would "
+                        f"stop the out-of-bounds access)")
+    if td.blockColSize != 64:
+        problems.append(f"blockColSize = {td.blockColSize}; the kernel's two scale blocks need 64 rows")
+    if td.blockRowSize <= 0 or td.blockRowSize % 16 or not 0 < td.blockRowTailSize <= td.blockRowSize:
+        problems.append(f"blockRowSize = {td.blockRowSize}, blockRowTailSize = {td.blockRowTailSize}: tile widths "
+                        f"must be positive, the full one a multiple of 16 and not smaller than the tail")
+    if not 0 < td.usedCoreNum <= min(td.totalCoreNum, MAX_BLOCK_DIM):
+        problems.append(f"usedCoreNum = {td.usedCoreNum} (totalCoreNum {td.totalCoreNum}); use 1 .. "
+                        f"min(totalCoreNum, {MAX_BLOCK_DIM})")
+    if grouped_ub_bytes(td) > ub_size:
+        problems.append(f"the queues need {grouped_ub_bytes(td)} UB bytes, more than the {ub_size} available")
+    if problems:
+        raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR, "grouped tiling rejected: " + "; ".join(problems))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# DynamicMxQuant
+# ---------------------------------------------------------------------------------------------------------------
+
+@njit(**_INL)
+def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, shifts, p, r32, mlb32, lut):
+    """One unit of the decomposition: (pre index, chunk of block pairs, chunk of post-axis columns).
+
+    x_gm holds uint16 words (FP32 elements are two words); every index below counts elements."""
+    d, post, bs = td.axisSize, td.postAxisSize, td.blockSize
+    xw = 2 if p[P_XK] == X_F32 else 1                        # uint16 words per element
+    pc = u % td.postChunkNum
+    rest = u // td.postChunkNum
+    qc = rest % td.pairChunkNum
+    pre = rest // td.pairChunkNum
+    q0 = qc * td.pairChunk
+    q1 = min(q0 + td.pairChunk, td.pairNum)
+    c0 = pc * td.postChunk
+    ncols = min(td.postChunk, post - c0)
+    faithful = p[P_FAITHFUL] != 0
+    tail = post == 1
+    # one unit's UB: x rows (32-byte pitch), y rows (32-byte pitch), scale bytes
+    rows_ub = 2 * bs if not tail else 1
+    cols_ub = ncols if not tail else 2 * bs * td.pairChunk
+    pitch = ((cols_ub * 2 * xw + 31) // 32) * 32 // (2 * xw) if faithful else 0
+    ypitch = (((cols_ub // 2 if fp4 else cols_ub) + 31) // 32) * 32 if faithful else 0
+    y_at = rows_ub * pitch * 2 * xw
+    s_at = y_at + rows_ub * ypitch
+    ub_x = ub_view(ub, 0, np.uint16, rows_ub * pitch * xw)
+    ub_y = ub_view(ub, y_at, np.uint8, rows_ub * ypitch)
+    ub_s = ub_view(ub, s_at, np.uint8, (2 * cols_ub if not tail else 2 * td.pairChunk) if faithful else 0)
+    if tail:
+        # the blocks of pairs q0 .. q1 - 1 along one row; their scales [pre, q, 2] are contiguous
+        e0 = q0 * 2 * bs
+        nel = min(q1 * 2 * bs, d) - e0
+        nblk = (nel + bs - 1) // bs
+        x0 = pre * d + e0
+        s0 = (pre * td.pairNum + q0) * 2
+        if faithful:
+            _copy_in(ub_x, x_gm[x0 * xw:], 1, nel * 2 * xw, 0)
+            xs, xb, ys, yb, ss, sb = ub_x, 0, ub_y, 0, ub_s, 0
+        else:
+            xs, xb, ys, yb, ss, sb = x_gm, x0, y_gm, (x0 // 2 if fp4 else x0), s_gm, s0
+        # an odd block count leaves the pair's second slot: the pad written by _row_blocks
+        _row_blocks(xs, xb, nblk, bs, nel - (nblk - 1) * bs, 2 * (q1 - q0) - nblk, ys, yb, ss, sb, scr, recips, shifts,
+                    p, r32, mlb32, lut)
+        if faithful:
+            _copy_out(y_gm[(x0 // 2 if fp4 else x0):], ub_y, 1, nel // 2 if fp4 else nel, 0)
+            _copy_out(s_gm[s0:], ub_s, 1, 2 * (q1 - q0), 0)
+        return
+    # another axis: column blocks of rows along the axis, one scale per column; the pair of a column sits in
+    # adjacent scale bytes (the "interleave every two rows" layout)
+    for q in range(q0, q1):
+        r0 = 2 * q * bs
+        rows = min(r0 + 2 * bs, d) - r0
+        x0 = (pre * d + r0) * post + c0
+        s0 = ((pre * td.pairNum + q) * post + c0) * 2
+        yw = ncols // 2 if fp4 else ncols
+        yrow = post // 2 if fp4 else post
+        if faithful:
+            _copy_in(ub_x, x_gm[x0 * xw:], rows, ncols * 2 * xw, (post - ncols) * 2 * xw)
+            xs, xb, xp, ys, yb, yp, ss, sb = ub_x, 0, pitch, ub_y, 0, ypitch, ub_s, 0
+        else:
+            xs, xb, xp, ys, yb, yp, ss, sb = x_gm, x0, post, y_gm, (x0 // 2 if fp4 else x0), yrow, s_gm, s0
+        for slot in range(2):
+            if slot * bs < rows:
+                _column_blocks(xs, xb, xp, slot * bs, min(rows, slot * bs + bs), ncols, ys, yb, yp, ss, sb, slot, scr,
+                               scr16, recips, shifts, p, r32, mlb32, lut)
+            else:
+                for j in range(ncols):
+                    ss[sb + 2 * j + 1] = 0
+        if faithful:
+            _copy_out(y_gm[(x0 // 2 if fp4 else x0):], ub_y, rows, yw, yrow - yw)
+            _copy_out(s_gm[s0:], ub_s, 1, 2 * ncols, 0)
+
+
+@njit(**_FN)
+def _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32, lut):
+    """Everything one core does: its contiguous range of units, in order."""
+    fp4 = p[P_DST] >= D_E2M1
+    first = core * td.unitsPerCore + min(core, td.bigCoreNum)
+    count = td.unitsPerCore + (1 if core < td.bigCoreNum else 0)
+    ub = np.empty(ub_size if p[P_FAITHFUL] != 0 else 0, np.uint8)
+    width = max(td.postChunk, 2 * td.pairChunk)
+    scr = np.empty(width, np.int64)
+    scr16 = np.empty(width, np.int32)
+    recips = np.empty(width, np.float32)
+    shifts = np.empty(width, np.int64)
+    for u in range(first, first + count):
+        _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, shifts, p, r32, mlb32, lut)
+
+
+@njit(parallel=True, **_FN)
+def dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32, lut):
+    """One prange iteration per core."""
+    for core in prange(block_dim):
+        _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32, lut)
+
+
+def dynamic_access(td, fp4, x_dtype):
+    """AccessPattern of the dynamic kernel (x, y, mxscale); every y element and scale byte is written once."""
+    first, count = unit_ranges(td)
+    core = np.repeat(np.arange(td.usedCoreNum), count)
+    u = np.concatenate([np.arange(f, f + c) for f, c in zip(first, count)]) if len(first) else np.empty(0, int)
+    tile = u - np.repeat(first, count)
+    pc = u % td.postChunkNum
+    rest = u // td.postChunkNum
+    qc = rest % td.pairChunkNum
+    pre = rest // td.pairChunkNum
+    d, post, bs = td.axisSize, td.postAxisSize, td.blockSize
+    total = td.preAxisSize * d * post
+    xw = 2 if x_dtype == "float32" else 1                    # the kernel takes x as uint16 words
+    ap = AccessPattern(td.usedCoreNum)
+    ap.gm("x", total * xw, np.uint16)
+    ap.gm("y", total // 2 if fp4 else total, np.uint8, output=True)
+    ap.gm("mxscale", td.preAxisSize * td.pairNum * post * 2, np.uint8, output=True)
+    q0 = qc * td.pairChunk
+    q1 = np.minimum(q0 + td.pairChunk, td.pairNum)
+    if post == 1:
+        x0 = pre * d + q0 * 2 * bs
+        x1 = pre * d + np.minimum(q1 * 2 * bs, d)
+        ap.read("x", core, tile, x0 * xw, x1 * xw)
+        ap.write("y", core, tile, x0 // 2 if fp4 else x0, x1 // 2 if fp4 else x1)
+        s0 = (pre * td.pairNum + q0) * 2
+        ap.write("mxscale", core, tile, s0, s0 + 2 * (q1 - q0))
+    else:
+        c0 = pc * td.postChunk
+        ncols = np.minimum(td.postChunk, post - c0)
+        # pairChunk is 1 for these units: one pair q0 per unit
+        r0 = 2 * q0 * bs
+        rows = np.minimum(r0 + 2 * bs, d) - r0
+        x0 = (pre * d + r0) * post + c0
+        c, t, a, b = _expand_rows(core, tile, x0 * xw, rows, post * xw, ncols * xw)
+        ap.read("x", c, t, a, b)
+        c, t, a, b = _expand_rows(core, tile, x0 // 2 if fp4 else x0, rows, post // 2 if fp4 else post,
+                                  ncols // 2 if fp4 else ncols)
+        ap.write("y", c, t, a, b)
+        s0 = ((pre * td.pairNum + q0) * post + c0) * 2
+        ap.write("mxscale", core, tile, s0, s0 + 2 * ncols)
+    ap.ub(np.arange(td.usedCoreNum), -1, dynamic_ub_bytes(td, x_dtype, fp4))
+    return ap
+
+
+def run_dynamic(x_bits, y, mxscale, tr, params, r32, mlb32, x_dtype, *, validate=True):
+    td = tr.tiling
+    fp4 = params[P_DST] >= D_E2M1
+    if td.postAxisSize > 1 and td.pairChunk != 1:
+        raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR,
+                         f"pairChunk={td.pairChunk}: units off the tail axis hold one block pair (pairChunk 1)")
+    access = dynamic_access(td, fp4, x_dtype) if validate else None
+
+    lut = element_lut(params)
+
+    def dynamic_mx_quant(block_dim, tdn, ub_size, x_gm, y_gm, s_gm):
+        dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, y_gm, s_gm, params, np.float32(r32),
+                                np.float32(mlb32), lut)
+
+    report = launch(dynamic_mx_quant, tr.block_dim, td, x_bits, y, mxscale, ub_size=tr.ub_size, access=access,
+                    validate=validate)
+    return list(report.overruns) if report is not None else []
