@@ -116,3 +116,78 @@ class Fp8:
         dev = get_platform("ascend950pr").device_seconds(self.bytes, self.ops, peak="fp8_peak_flops")
         return _best(self.run, 1) / dev
     track_emulator_over_950pr.unit = "x device roofline"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# issue 8: the QuantBatchMatmulV4 integer modes and Sparse4to2QuantMatmul at the LLM shapes
+# --------------------------------------------------------------------------------------------------------------
+
+V4_INT_MODES = ["G-B int8 bf16 (A2)", "A4W4 K-G bf16", "A8W4 MSD K-G bf16", "Sparse4to2 bf16"]
+
+
+def v4_int_case(mode, m, k, n, seed=0):
+    """(callable, description) of one V4 integer mode on random data of shape m x k x n (k % 1024 == 0,
+    n % 256 == 0). Shared with the one-off speed measurement of the issue-8 report."""
+    from npu_emu.kernels.quant_matmul import sparse4to2
+    from npu_emu.kernels.quant_matmul.api import npu_trans_quant_param
+
+    rng = np.random.default_rng(seed)
+    if mode.startswith("G-B"):
+        x1 = rng.integers(-128, 128, (m, k), dtype=np.int8)
+        x2t = rng.integers(-128, 128, (n, k), dtype=np.int8)
+        x1s = rng.uniform(0.001, 0.01, (m, k // 128)).astype(np.float32)
+        x2s = rng.uniform(0.001, 0.01, (n // 128, k // 128)).astype(np.float32)
+        bias = rng.normal(0, 1, n).astype(np.float32)
+        return lambda: npu_quant_matmul(x1, x2t.T, x2s, pertoken_scale=x1s, bias=bias, output_dtype="bfloat16",
+                                        group_sizes=[1, 128, 128])
+    if mode.startswith("A4W4"):
+        def packed(r, c):
+            return rng.integers(-128, 128, (r, c // 2), dtype=np.int8)   # two random int4 per byte
+        x1, x2 = packed(m, k), packed(k, n)
+        x1s = rng.uniform(0.01, 0.1, (m, 1)).astype(np.float32)
+        x2s = rng.uniform(0.01, 0.1, (k // 256, n)).astype(np.float32)
+        off = rng.uniform(-8, 8, (k // 256, n)).astype(np.float16)
+        return lambda: npu_quant_matmul(x1, x2, x2s, pertoken_scale=x1s, offset=off, x1_dtype="int4",
+                                        x2_dtype="int4", output_dtype="bfloat16", group_sizes=[0, 0, 256])
+    if mode.startswith("A8W4"):
+        x1 = rng.integers(-128, 128, (m, k), dtype=np.int8)
+        x2 = rng.integers(-2 ** 31, 2 ** 31, (k, n // 8), dtype=np.int64).astype(np.int32)
+        words = npu_trans_quant_param(rng.uniform(0.001, 0.01, (k // 256) * n).astype(np.float32))
+        words = words.reshape(k // 256, n)
+        y_off = rng.uniform(-1, 1, n).astype(np.float32)
+        x1s = rng.uniform(0.5, 2, (m, 1)).astype(np.float32)
+        return lambda: npu_quant_matmul(x1, x2, words, pertoken_scale=x1s, offset=y_off, output_dtype="bfloat16",
+                                        group_sizes=[0, 0, 256])
+    x = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8).reshape(n, -1, 4)
+    w[:, :, 1:3] = 0                                  # 2:4 sparse
+    sw, idx = sparse4to2.trans_sparse4to2_para(w.reshape(n, k))
+    xs = rng.uniform(0.01, 0.1, m).astype(np.float32)
+    ws = rng.uniform(0.01, 0.1, n).astype(np.float32)
+    return lambda: sparse4to2.sparse4to2_quant_matmul(x, sw, idx, xs, ws)
+
+
+class V4Int:
+    params = (SHAPES, V4_INT_MODES)
+    param_names = ["shape", "mode"]
+    timeout = 1800
+    number = 1
+    repeat = (1, 2, 120.0)
+
+    def setup(self, shape, mode):
+        m, k, n = _mkn(shape)
+        self.run = v4_int_case(mode, m, k, n)
+        rng = np.random.default_rng(0)
+        self.f1 = rng.standard_normal((m, k), np.float32)
+        self.f2 = rng.standard_normal((k, n), np.float32)
+        self.run()
+
+    def time_npu_emu(self, shape, mode):
+        self.run()
+
+    def time_numpy_f32_matmul(self, shape, mode):
+        np.matmul(self.f1, self.f2)
+
+    def track_ratio_to_numpy_f32_matmul(self, shape, mode):
+        return _best(self.run, 1) / _best(lambda: np.matmul(self.f1, self.f2), 1)
+    track_ratio_to_numpy_f32_matmul.unit = "x numpy float32 matmul"

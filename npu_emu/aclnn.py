@@ -34,6 +34,11 @@ from npu_emu.kernels.quant_matmul.api import (
     aclnnTransQuantParamV3,
     aclnnTransQuantParamV3GetWorkspaceSize,
 )
+from npu_emu.kernels.quant_matmul.sparse4to2 import (
+    aclnnSparse4to2QuantMatmulWeightNz,
+    aclnnSparse4to2QuantMatmulWeightNzGetWorkspaceSize,
+    aclnnTransSparse4to2Para,
+)
 from npu_emu.kernels.sign_bits.api import (
     aclnnSignBitsPack,
     aclnnSignBitsPackGetWorkspaceSize,
@@ -67,6 +72,9 @@ __all__ = [
     "aclnnTransQuantParamV2GetWorkspaceSize",
     "aclnnTransQuantParamV3",
     "aclnnTransQuantParamV3GetWorkspaceSize",
+    "aclnnSparse4to2QuantMatmulWeightNz",
+    "aclnnSparse4to2QuantMatmulWeightNzGetWorkspaceSize",
+    "aclnnTransSparse4to2Para",
     "aclnnSignBitsPack",
     "aclnnSignBitsPackGetWorkspaceSize",
     "aclnnSignBitsUnpack",

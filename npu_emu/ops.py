@@ -7,6 +7,7 @@ from npu_emu.ascendc.deq import data_copy_dequant
 from npu_emu.kernels.gather_dequant_int8.api import gather_dequant_int8
 from npu_emu.kernels.mx_quant.api import mx_dequantize, npu_dynamic_mx_quant, npu_grouped_dynamic_mx_quant
 from npu_emu.kernels.quant_matmul.api import NzWeight, npu_quant_matmul, npu_trans_quant_param
+from npu_emu.kernels.quant_matmul.sparse4to2 import sparse4to2_quant_matmul, trans_sparse4to2_para
 from npu_emu.kernels.sign_bits.api import npu_sign_bits_pack, npu_sign_bits_unpack
 
 # torch_npu's own dtype constants, so `torch_npu.float4_e2m1fn_x2` etc. in a swapped-in script keep their values
@@ -35,4 +36,6 @@ __all__ = [
     "npu_sign_bits_pack",
     "npu_sign_bits_unpack",
     "npu_trans_quant_param",
+    "sparse4to2_quant_matmul",
+    "trans_sparse4to2_para",
 ]

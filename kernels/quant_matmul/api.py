@@ -2,13 +2,13 @@
 aclnn pairs aclnnQuantMatmulV3/V4/V5/WeightNz and aclnnTransQuantParamV2/V3 (spec §2, §4, §11).
 
 Call flow (design.md): normalise (dtype relabels, transposed views, sub-byte unpacking) -> the aclnn checks
-(checks.py, CANN's order and codes) -> routing (V3 or V4; the V4 modes raise 561003 "not yet supported") -> the
-V3 plan (routing.plan_v3) -> host tiling -> the cube accumulation (accum.py: exact; or the faithful per-block
-integer kernel) -> the per-core epilogue kernel over the base blocks (kernel.py, launched and validated by
-npu_emu.launch) -> the caller's array type.
+(checks.py, CANN's order and codes) -> routing (V3 or V4; the V4 modes - int8 G-B, A4W4 K-G, A8W4 MSD, T-CG,
+MxA8W4 - are computed by v4.py through ``V4_KERNELS``) -> the V3 plan (routing.plan_v3) -> host tiling -> the
+cube accumulation (accum.py: exact; or the faithful per-block integer kernel) -> the per-core epilogue kernel
+over the base blocks (kernel.py, launched and validated by npu_emu.launch) -> the caller's array type.
 
 Switches (spec §1, README §3.1): ``soc`` ("ascend910b2"), ``float_accum`` ("exact"), ``fixpipe_round`` ("rne"),
-``cast_overflow`` ("inf"), ``tcg_fp8_overflow`` ("nan"; T-CG is a V4 mode, accepted and validated for issue 8),
+``cast_overflow`` ("inf"), ``tcg_fp8_overflow`` ("nan"; the T-CG weight dequant of v4.py),
 ``fp4_nibble_order`` ("low_first"), ``e8m0_zero`` ("pow2"), ``group_size_inference`` ("checker"), ``trace``.
 npu-emu extras: ``core_num`` (cube cores), ``tiling`` (your QuantBatchMatmulV3TilingData), ``block_dim``,
 ``faithful`` (integer cube block by block in njit instead of the exact BLAS primitive), ``validate``.
@@ -87,11 +87,17 @@ def _switches(soc, float_accum, fixpipe_round, cast_overflow, tcg_fp8_overflow, 
 # NZ weights (FRACTAL_NZ storage plus the ND view shape the aclnn tensor carries)
 # --------------------------------------------------------------------------------------------------------------
 
+SUB_BYTE_NZ = ("float4_e2m1", "int4", "int32")      # 4-bit elements (int32 = 8 packed int4 per word)
+
+
 class NzWeight:
     """An x2 in FRACTAL_NZ: ``storage`` (..., N1, M1, 16, c0) plus the ND ``shape`` of its view (spec §3.4).
 
     numpy arrays carry no storage format, so WeightNz callers wrap their NZ bytes in this. ``from_nd(x2, dtype)``
-    builds it from an ND weight the way aclnnTransMatmulWeight lays it out (8-bit formats, c0 = 32).
+    builds it from an ND weight the way aclnnTransMatmulWeight lays it out (8-bit formats, c0 = 32 elements).
+    4-bit weights (fp4 E2M1, int4, int32-packed int4): ``shape`` counts 4-bit elements, the storage holds c0 =
+    32 (A8W4 fp4) or 64 elements per fractal row, packed two per byte (even element in the low nibble) or eight
+    per int32 word; ``from_nd(values, dtype, c0=...)`` packs one-value-per-byte codes that way.
     """
 
     def __init__(self, storage, shape, dtype=None):
@@ -100,13 +106,24 @@ class NzWeight:
         self.dtype = dtype
 
     @classmethod
-    def from_nd(cls, x2, dtype=None):
+    def from_nd(cls, x2, dtype=None, c0=None):
         from npu_emu.ascendc.nz import nd_to_nz
 
         arr = np.asarray(x2)
+        name = None if dtype is None else resolve_dtype(dtype, "dtype")
+        if name in SUB_BYTE_NZ:
+            if arr.dtype.itemsize != 1:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, "NzWeight.from_nd of a 4-bit weight takes one code or value "
+                                                          "per byte (uint8 codes or ml_dtypes int4/float4_e2m1fn)")
+            c0 = int(c0 or (32 if name == "float4_e2m1" else 64))
+            codes = nd_to_nz(arr.view(np.uint8) & np.uint8(0x0F), c0=c0)
+            packed = codes[..., 0::2] | (codes[..., 1::2] << np.uint8(4))
+            if name == "int32":
+                packed = np.ascontiguousarray(packed).view(np.int32)
+            return cls(np.ascontiguousarray(packed), arr.shape, name)
         if arr.dtype.itemsize != 1:
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, "NzWeight.from_nd supports 8-bit weights (int8, fp8, hifloat8); "
-                                                      "pack sub-byte formats yourself")
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, "NzWeight.from_nd supports 8-bit weights (int8, fp8, hifloat8) "
+                                                      "and 4-bit ones with dtype= (float4_e2m1, int4, int32)")
         return cls(nd_to_nz(arr, c0=32), arr.shape, dtype)
 
 
@@ -114,9 +131,18 @@ def _nz_operand(w, name, dtype, origin):
     store = as_array(w.storage, name, origin=origin)
     dt = resolve_dtype(dtype if dtype is not None else (w.dtype if w.dtype is not None else store.dtype),
                        f"{name} dtype")
+    if dt in SUB_BYTE_NZ:
+        per = 8 if store.dtype.itemsize == 4 else (2 if store.dtype in (np.uint8, np.int8) else 1)
+        c0 = store.shape[-1] * per if store.ndim else 0
+        if store.ndim < 4 or store.shape[-2] != 16 or c0 not in (32, 64):
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name}: a 4-bit FRACTAL_NZ storage must be (..., N1, M1, 16, "
+                                                      f"c0) with c0 = 32 or 64 elements, got {store.shape} "
+                                                      f"({per} element(s) per item)")
+        desc = TensorDesc(dt, w.shape, "NZ", tuple(store.shape[:-1]) + (c0,))
+        return Operand(name, store, dt, desc, False)
     if store.dtype.itemsize != 1 or dt not in ("int8", "float8_e4m3fn", "float8_e5m2", "hifloat8"):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name}: npu-emu supports FRACTAL_NZ weights of 8-bit formats "
-                                                  f"(int8, fp8, hifloat8), got {dt}")
+                                                  f"(int8, fp8, hifloat8) and 4-bit ones (fp4, int4), got {dt}")
     if store.ndim < 4 or store.shape[-2:] != (16, 32):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name}: FRACTAL_NZ storage must be (..., N1, M1, 16, 32), got "
                                                   f"{store.shape}")
@@ -124,12 +150,24 @@ def _nz_operand(w, name, dtype, origin):
     return Operand(name, store, dt, desc, False)
 
 
-def _nz_to_storage_nd(op, transposed):
-    """NZ storage -> the ND storage layout ((k, n), or (n, k) when transposed)."""
+def _nz_to_storage_nd(op, transposed, fp4_nibble_order="low_first"):
+    """NZ storage -> the ND storage layout ((k, n), or (n, k) when transposed). 4-bit formats come back one
+    value per byte (ml_dtypes int4 / float4_e2m1fn), which operands.int_values / float_values read directly."""
     from npu_emu.ascendc.nz import nz_to_nd
 
     rows, cols = op.desc.shape[-2:]
-    nd = nz_to_nd(op.data, rows, cols)
+    data = op.data
+    if op.dtype in SUB_BYTE_NZ:
+        import ml_dtypes
+
+        per = 1 if op.desc.storage_shape[-1] == data.shape[-1] else 0
+        codes = (data.view(np.uint8) & np.uint8(0x0F)) if per else \
+            operands.nibbles(data, fp4_nibble_order if op.dtype == "float4_e2m1" else "low_first")
+        codes = codes.reshape(op.desc.storage_shape)
+        nd = np.ascontiguousarray(nz_to_nd(codes, rows, cols))
+        data = nd.view(ml_dtypes.float4_e2m1fn if op.dtype == "float4_e2m1" else ml_dtypes.int4)
+        return Operand(op.name, data, op.dtype, replace(op.desc, fmt="ND", storage_shape=None))
+    nd = nz_to_nd(data, rows, cols)
     return Operand(op.name, np.ascontiguousarray(nd), op.dtype, replace(op.desc, fmt="ND", storage_shape=None))
 
 
@@ -236,7 +274,7 @@ def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None):
     a = res.args
     x1, x2 = ops["x1"], ops["x2"]
     if x2.desc.fmt == "NZ":
-        x2 = _nz_to_storage_nd(x2, a.transpose_x2)
+        x2 = _nz_to_storage_nd(x2, a.transpose_x2, sw.fp4_nibble_order)
     m, k, _, n = routing.mnk(a.x1, a.x2, a.transpose_x1, a.transpose_x2)
     bias_op = ops.get("bias")
     plan = routing.plan_v3(a.x1.dtype, a.x2_scale, a.x1_scale, a.bias.dtype if a.bias else None, a.out.dtype, m, n,
@@ -395,9 +433,18 @@ def _check(api, a, sw):
 
 
 # QuantBatchMatmulV4 modes with an implementation: v4 mode name (routing.V4_MODES) ->
-# compute(res, ops, sw, user_tiling=None, block_dim=None) -> (y, Trace). Issue 8 registers its kernels here; a
-# mode without an entry is rejected in phase 1 with 561003 "not yet supported".
+# compute(res, ops, sw, user_tiling=None, block_dim=None) -> (y, Trace), registered by v4.register; a mode
+# without an entry is rejected in phase 1 with 561003 "not yet supported".
 V4_KERNELS = {}
+
+
+def _register_v4():
+    from npu_emu.kernels.quant_matmul import v4
+
+    v4.register(V4_KERNELS)
+
+
+_register_v4()
 
 
 def _gated(res, sw):

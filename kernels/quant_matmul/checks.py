@@ -719,8 +719,14 @@ def _check_a2_legacy(a, soc, is_a4w4):
     _need(not (s.dtype == "bfloat16" and out not in ("bfloat16", "int32")),
           f"{api}: when scale dtype is BFLOAT16, out dtype should be BFLOAT16 or INT32, got {_up(out)}")
     if out == "bfloat16":
-        _need(s.dtype in ("bfloat16", "float32"), f"{api}: when the dtype of out is BFLOAT16, scale dtype should be "
-                                                  f"BFLOAT16/FLOAT in A4W4/A8W8 scenario, got {_up(s.dtype)}")
+        # CheckDtypeValidInBf16OutScenario: A8W4 (int8 x int4, or fp8 x fp4) also takes a UINT64 scale
+        if (a.x1.dtype == "int8" and a.x2.dtype == "int4") or rt.is_a8w4_float(a.x1, a.x2):
+            _need(s.dtype in ("bfloat16", "float32", "uint64"), f"{api}: when the dtype of out is BFLOAT16, scale "
+                                                                f"dtype should be BFLOAT16/FLOAT/UINT64 in A8W4 "
+                                                                f"scenario, got {_up(s.dtype)}")
+        else:
+            _need(s.dtype in ("bfloat16", "float32"), f"{api}: when the dtype of out is BFLOAT16, scale dtype should "
+                                                      f"be BFLOAT16/FLOAT in A4W4/A8W8 scenario, got {_up(s.dtype)}")
     _need(not (out == "int8" and s.dtype not in U64), f"{api}: when the dtype of out is INT8, scale dtype should be "
                                                       f"INT64 or UINT64, got {_up(s.dtype)}")
     _need(not (out == "int32" and s.dtype not in ("float32", "bfloat16")),
@@ -1096,13 +1102,13 @@ def _nz_size_ok(a):
 
 
 def require_v3_kernel(res, soc):
-    """npu-emu emulates the QuantBatchMatmulV3 kernels of ascend910b*/910_93 and ascend950*; the V4 modes and the
-    310P kernels are not implemented yet (issue 8) - a clear 561003 instead of a wrong answer."""
+    """npu-emu emulates the QuantBatchMatmulV3 kernels of ascend910b*/910_93 and ascend950* and the V4 modes
+    registered in api.V4_KERNELS (v4.py); anything else (the 310P kernels, an unregistered V4 mode) is a clear
+    561003 instead of a wrong answer."""
     if res.op == "QuantBatchMatmulV4":
         raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
-                         f"{res.v4_mode} routes to QuantBatchMatmulV4, which npu-emu does not emulate yet (V4 modes: "
-                         f"A8W4 fp8 x fp4 / int8 x int4, int8 G-B per-block, A4W4 asymmetric per-group); "
-                         f"not yet supported")
+                         f"{res.v4_mode} routes to QuantBatchMatmulV4, whose {res.v4_mode} kernel npu-emu does not "
+                         f"emulate yet; not yet supported")
     if arch(soc) not in (2201, 3510):
         raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
                          f"npu-emu does not emulate the QuantBatchMatmulV3 kernel of {soc} (310P) yet; use an "
@@ -1117,6 +1123,19 @@ def check_v4_tiling(res, soc):
     from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR
 
     a = res.args
+    if arch(soc) == 2201 and res.v4_mode == "A8W4-int":
+        # quant_batch_matmul_v4_msd_tiling.cpp: x1 2-D; the per-group (K-G) weight ND, not transposed
+        errs = []
+        if a.x1.ndim != 2:
+            errs.append(f"x1 must be 2-D, got {a.x1.shape}")
+        if a.x2_scale.ndim == 2 and (a.x2.fmt != "ND" or a.transpose_x2):
+            errs.append("the per-group weight must be ND with transposeX2 = false")
+        if a.transpose_x1:
+            errs.append("transposeX1 must be false")
+        if errs:
+            raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR, f"QuantBatchMatmulV4 A8W4-int (MSD) tiling on {soc}: "
+                                                           + "; ".join(errs))
+        return
     if arch(soc) != 2201 or res.v4_mode not in ("A8W8-perblock", "A4W4-pergroup-asym"):
         return
     m, k, _, n = _dims(a)

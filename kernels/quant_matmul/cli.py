@@ -1,4 +1,5 @@
-"""``npu-emu run|tiling|golden quant_matmul`` and ``npu-emu run trans_quant_param`` (raw little-endian .bin files)."""
+"""``npu-emu run|tiling|golden quant_matmul``, ``npu-emu run trans_quant_param``, ``npu-emu run trans_sparse4to2_para``
+and ``npu-emu run sparse4to2_quant_matmul`` (raw little-endian .bin files)."""
 
 import json
 import os
@@ -12,7 +13,8 @@ _SWITCHES = (("--float-accum", "exact", ("exact", "kchunk", "sequential", "numpy
              ("--cast-overflow", "inf", ("inf", "saturate")),
              ("--fp4-nibble-order", "low_first", ("low_first", "high_first")),
              ("--e8m0-zero", "pow2", ("pow2", "zero")),
-             ("--group-size-inference", "checker", ("checker", "explicit")))
+             ("--group-size-inference", "checker", ("checker", "explicit")),
+             ("--tcg-fp8-overflow", "nan", ("nan", "saturate")))
 
 
 def _tensor(p, name, required=False, help_text=""):
@@ -41,6 +43,7 @@ def _add_run(p):
     _tensor(p, "pertoken_scale", help_text="x1 scale")
     _tensor(p, "offset", help_text="offset (float32)")
     _tensor(p, "bias", help_text="bias")
+    _tensor(p, "y_scale", help_text="yScale (packed uint64/int64, T-CG)")
     p.add_argument("--output-dtype", default="int8", help="float16, bfloat16, float32, int8 (default), int32")
     p.add_argument("--group-sizes", type=parse_shape, help="gm,gn,gk")
     p.add_argument("--output", required=True, help="where to write the result (.bin)")
@@ -59,7 +62,9 @@ def _run(a):
     pt, dp = _load(a, "pertoken_scale", "float32")
     off, _ = _load(a, "offset", "float32")
     bias, _ = _load(a, "bias", "int32")
+    ys, _ = _load(a, "y_scale", "int64")
     y, tr = npu_quant_matmul(x1, x2, scale, offset=off, pertoken_scale=pt, bias=bias, output_dtype=a.output_dtype,
+                             y_scale=ys, tcg_fp8_overflow=a.tcg_fp8_overflow,
                              x1_dtype=d1, x2_dtype=d2, scale_dtype=ds, pertoken_scale_dtype=dp,
                              group_sizes=a.group_sizes, soc=a.soc, float_accum=a.float_accum,
                              fixpipe_round=a.fixpipe_round, cast_overflow=a.cast_overflow,
@@ -178,9 +183,54 @@ def _run_tqp(a):
     return 0
 
 
+def _add_run_sparse_compress(p):
+    p.add_argument("--weight", required=True, help="dense int8 weight (n, k) (.bin)")
+    p.add_argument("--weight-shape", type=parse_shape, required=True, help="n,k")
+    p.add_argument("--output-sparse", required=True, help="int8 NZ kept values (⌈k/64⌉, ⌈n/16⌉, 16, 32) (.bin)")
+    p.add_argument("--output-index", required=True, help="uint8 index (⌈k/64⌉, ⌈n/16⌉, 16, 8) (.bin)")
+
+
+def _run_sparse_compress(a):
+    from npu_emu.kernels.quant_matmul.sparse4to2 import trans_sparse4to2_para
+
+    sp, idx = trans_sparse4to2_para(read_bin(a.weight, "int8", a.weight_shape))
+    write_bin(a.output_sparse, sp)
+    write_bin(a.output_index, idx)
+    print(f"wrote {a.output_sparse} {tuple(sp.shape)} int8 and {a.output_index} {tuple(idx.shape)} uint8")
+    return 0
+
+
+def _add_run_sparse(p):
+    p.add_argument("--x", required=True, help="int8 activation (m, k) (.bin)")
+    p.add_argument("--x-shape", type=parse_shape, required=True, help="m,k")
+    p.add_argument("--sparse-weight", required=True, help="int8 NZ kept values from trans_sparse4to2_para (.bin)")
+    p.add_argument("--index", required=True, help="uint8 index from trans_sparse4to2_para (.bin)")
+    p.add_argument("--x-scale", required=True, help="float32 (m,) (.bin)")
+    p.add_argument("--sparse-weight-scale", required=True, help="float32 (n,) (.bin); its length gives n")
+    p.add_argument("--bias", help="bfloat16 (n,) (.bin)")
+    p.add_argument("--output", required=True, help="bfloat16 (m, n) (.bin)")
+    p.add_argument("--soc", default="ascend910b2")
+    p.add_argument("--cast-overflow", default="inf", choices=("inf", "saturate"))
+
+
+def _run_sparse(a):
+    from npu_emu.kernels.quant_matmul import sparse4to2
+
+    x = read_bin(a.x, "int8", a.x_shape)
+    ws = read_bin(a.sparse_weight_scale, "float32")
+    sp_dims, idx_dims = sparse4to2.storage_dims(ws.size, x.shape[1])
+    y = sparse4to2.sparse4to2_quant_matmul(
+        x, read_bin(a.sparse_weight, "int8", sp_dims), read_bin(a.index, "uint8", idx_dims),
+        read_bin(a.x_scale, "float32"), ws, None if a.bias is None else read_bin(a.bias, "bfloat16"), soc=a.soc,
+        cast_overflow=a.cast_overflow)
+    write_bin(a.output, y)
+    print(f"wrote {a.output}: shape {tuple(y.shape)} bfloat16")
+    return 0
+
+
 COMMANDS = {
     "quant_matmul": {
-        "help": "npu_quant_matmul: quantised matmul (int8/int4/fp8/hif8/MX, QuantBatchMatmulV3 modes)",
+        "help": "npu_quant_matmul: quantised matmul (int8/int4/fp8/hif8/MX; QuantBatchMatmulV3 and V4 modes)",
         "run": (_add_run, _run),
         "tiling": (_add_tiling, _tiling),
         "golden": (_add_golden, _golden),
@@ -188,5 +238,13 @@ COMMANDS = {
     "trans_quant_param": {
         "help": "npu_trans_quant_param: float32 scale/offset -> packed int64 quantisation words",
         "run": (_add_run_tqp, _run_tqp),
+    },
+    "trans_sparse4to2_para": {
+        "help": "aclnnTransSparse4to2Para: dense 4:2-sparse int8 weight -> NZ kept values + 4-bit index",
+        "run": (_add_run_sparse_compress, _run_sparse_compress),
+    },
+    "sparse4to2_quant_matmul": {
+        "help": "Sparse4to2QuantMatmul: int8 x 4:2-sparse int8 weight, per-channel x per-token dequant -> bf16",
+        "run": (_add_run_sparse, _run_sparse),
     },
 }

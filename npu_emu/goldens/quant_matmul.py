@@ -341,3 +341,182 @@ def quant_matmul(x1, x2, x2_scale, *, x1_dtype, x2_dtype, scale_dtype, out_dtype
     if bias_after and bias_f is not None:
         v = (v + bias_f.reshape(1, -1)).astype(np.float32)
     return cast_out(v, out_dtype, fixpipe_round, cast_overflow)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# QuantBatchMatmulV4 modes (spec §7.4 int8 G-B, §7.7 A8W4 MSD, §7.8 A4W4 K-G)
+# --------------------------------------------------------------------------------------------------------------
+
+def perblock_int8(x1, x2, x1_scale, x2_scale, *, bias=None, order="950", group_size=(1, 128, 128),
+                  fixpipe_round="rne", cast_overflow="inf"):
+    """int8 G-B -> bf16. x1 (m, k), x2 (k, n) logical ints; x1_scale (⌈m/gsM⌉, G); x2_scale (G, ⌈n/gsN⌉);
+    bias (n,) float32. order "950": acc = p_0, then acc + p_j, bias last; "a2": acc starts at the bias (0.0
+    without one) and every p_j is added."""
+    gs_m, gs_n, gs_k = group_size
+    a = np.asarray(x1).astype(np.int64)
+    b = np.asarray(x2).astype(np.int64)
+    m, k = a.shape
+    n = b.shape[1]
+    s1 = np.asarray(x1_scale, np.float32)
+    s2 = np.asarray(x2_scale, np.float32)
+    bias_f = None if bias is None else np.asarray(bias, np.float32).reshape(1, n)
+    if order == "a2":
+        acc = np.zeros((m, n), np.float32) if bias_f is None else np.repeat(bias_f, m, axis=0)
+    else:
+        acc = None
+    for j in range(-(-k // gs_k)):
+        ks = slice(j * gs_k, min(k, (j + 1) * gs_k))
+        part = (a[:, ks] @ b[ks]).astype(np.float32)
+        s = (np.repeat(s1[:, j], gs_m)[:m, None] * np.repeat(s2[j], gs_n)[None, :n]).astype(np.float32)
+        p = (part * s).astype(np.float32)
+        acc = p if acc is None else (p + acc).astype(np.float32)
+    if order != "a2" and bias_f is not None:
+        acc = (acc + bias_f).astype(np.float32)
+    return to_bf16(acc, fixpipe_round, cast_overflow)
+
+
+def a4w4_pergroup_asym(x1, x2, x1_scale, x2_scale, x2_offset, *, out_dtype="bfloat16", group_k=256,
+                       fixpipe_round="rne", cast_overflow="inf"):
+    """int4 K-G with a per-group zero point: out = x1Scale·Σ_g x2Scale_g·(x1_g @ x2_g − rowsum(x1_g)·x2Offset_g),
+    each step one fp32 rounding in the kernel's order. x1 (m, k), x2 (k, n) ints; x1_scale (m, 1); x2_scale and
+    x2_offset (fp16) (G, n)."""
+    a = np.asarray(x1).astype(np.int64)
+    b = np.asarray(x2).astype(np.int64)
+    m, k = a.shape
+    n = b.shape[1]
+    s2 = np.asarray(x2_scale, np.float32)
+    off = np.asarray(x2_offset, np.float16).astype(np.float32)
+    acc = np.zeros((m, n), np.float32)
+    for g in range(-(-k // group_k)):
+        ks = slice(g * group_k, min(k, (g + 1) * group_k))
+        mm = (a[:, ks] @ b[ks]).astype(np.float32)
+        rs = a[:, ks].sum(axis=1).astype(np.float32)[:, None]
+        o = (off[g][None, :] * rs).astype(np.float32)
+        t = (mm - o).astype(np.float32)
+        t = (s2[g][None, :] * t).astype(np.float32)
+        acc = (t + acc).astype(np.float32)
+    y = (acc * np.asarray(x1_scale, np.float32).reshape(m, 1)).astype(np.float32)
+    return cast_out(y, out_dtype, fixpipe_round, cast_overflow)
+
+
+def a8w4_msd(x1, w, x2_scale_words, y_offset, x1_scale, *, out_dtype="bfloat16", group_k=256,
+             fixpipe_round="rne", cast_overflow="inf"):
+    """int8 x int4 "MSD" on A2/A3 (spec §7.7). x1 (m, k) int8; w (k, n) int4 values; x2_scale_words U64 (G, n) for
+    K-G (group_k) or (n,) for K-C (one group of k); y_offset (n,) float32; x1_scale (m,) or (m, 1).
+
+    hi = floor(x/16), lo = (x mod 16) − 8; per group H_g = fp16(f32(f32(hi@W_g)·s)) and H = fp16(H + H_g)
+    (fp16 atomic add, groups in ascending order, workspace zeroed first); likewise L; then
+    y = f32(f32(16·H) + L) + yOffset, out = cast(f32(y·x1Scale))."""
+    x = np.asarray(x1).astype(np.int64)
+    wv = np.asarray(w).astype(np.int64)
+    m, k = x.shape
+    n = wv.shape[1]
+    words = np.asarray(x2_scale_words).view(np.uint64)
+    per_group = words.ndim == 2
+    s = deq_scale(words).reshape(-1 if per_group else 1, n)
+    gk = group_k if per_group else k
+    hi = np.floor_divide(x, 16)
+    lo = np.mod(x, 16) - 8
+    assert np.array_equal(16 * hi + lo + 8, x)
+    H = np.zeros((m, n), np.float16)
+    L = np.zeros((m, n), np.float16)
+    for g in range(-(-k // gk)):
+        ks = slice(g * gk, min(k, (g + 1) * gk))
+        for plane, ws in ((hi, H), (lo, L)):
+            v = ((plane[:, ks] @ wv[ks]).astype(np.float32) * s[g][None, :]).astype(np.float32)
+            part = to_fp16(v, fixpipe_round, cast_overflow)
+            with np.errstate(over="ignore"):
+                ws[...] = (ws.astype(np.float32) + part.astype(np.float32)).astype(np.float16)
+    y = (np.float32(16) * H.astype(np.float32)).astype(np.float32)
+    y = (y + L.astype(np.float32)).astype(np.float32)
+    y = (y + np.asarray(y_offset, np.float32).reshape(1, n)).astype(np.float32)
+    y = (y * np.asarray(x1_scale, np.float32).reshape(m, 1)).astype(np.float32)
+    return cast_out(y, out_dtype, fixpipe_round, cast_overflow)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Sparse4to2QuantMatmul (sparse4to2_quant_matmul.md)
+# --------------------------------------------------------------------------------------------------------------
+
+def sparse4to2_compress(weight):
+    """Dense int8 (n, k) -> (kept values NZ (⌈k/64⌉, ⌈n/16⌉, 16, 32), index (⌈k/64⌉, ⌈n/16⌉, 16, 8)), group by
+    group in plain Python: keep the non-zero positions (a single one at position q keeps (q, q+1), or (0, 3) for
+    q = 3; none keeps (0, 1)), code = (second − 1) << 2 | first. Raises ValueError on > 2 non-zeros."""
+    w = np.asarray(weight, np.int8)
+    n, k = w.shape
+    k1, n1 = -(-k // 64), -(-n // 16)
+    sparse = np.zeros((k1, n1 * 16, 32), np.int8)
+    index = np.zeros((k1, n1 * 16, 8), np.uint8)
+    for r in range(n):
+        for g in range(k1 * 16):
+            vals = [int(w[r, 4 * g + t]) if 4 * g + t < k else 0 for t in range(4)]
+            nzp = [t for t in range(4) if vals[t] != 0]
+            if len(nzp) > 2:
+                raise ValueError(f"row {r} group {g}: {vals} has more than 2 non-zeros")
+            if len(nzp) == 2:
+                p0, p1 = nzp
+            elif len(nzp) == 1:
+                p0, p1 = (0, 3) if nzp[0] == 3 else (nzp[0], nzp[0] + 1)
+            else:
+                p0, p1 = 0, 1
+            code = ((p1 - 1) << 2) | p0
+            kb, sub = divmod(g, 16)                  # 16 groups (64 k values) per 32-byte C0 row
+            sparse[kb, r, 2 * sub] = vals[p0]
+            sparse[kb, r, 2 * sub + 1] = vals[p1]
+            index[kb, r, sub // 2] |= np.uint8(code << (4 * (sub % 2)))
+    return sparse.reshape(k1, n1, 16, 32), index.reshape(k1, n1, 16, 8)
+
+
+def sparse4to2_decompress(sparse, index, n, k):
+    """The inverse: pos0 = code & 3, pos1 = (code >> 2) + 1 (spec §2 decode rule), loops."""
+    k1 = sparse.shape[0]
+    sp = np.asarray(sparse, np.int8).reshape(k1, -1, 32)
+    ix = np.asarray(index, np.uint8).reshape(k1, -1, 8)
+    dense = np.zeros((n, k1 * 64), np.int8)
+    for r in range(n):
+        for g in range(k1 * 16):
+            kb, sub = divmod(g, 16)
+            code = (int(ix[kb, r, sub // 2]) >> (4 * (sub % 2))) & 0xF
+            dense[r, 4 * g + (code & 3)] = sp[kb, r, 2 * sub]
+            dense[r, 4 * g + (code >> 2) + 1] = sp[kb, r, 2 * sub + 1]
+    return dense[:, :k]
+
+
+def sparse4to2_quant_matmul(x, weight_dense, x_scale, weight_scale, bias=None, cast_overflow="inf"):
+    """bf16(f32(f32(f32(acc)·sws[n])·xs[m]) + f32(bias[n])) with acc = x @ Wᵀ in int64 (spec §3)."""
+    acc = np.asarray(x).astype(np.int64) @ np.asarray(weight_dense).astype(np.int64).T
+    with np.errstate(over="ignore"):
+        return _sparse_epilogue(acc, x_scale, weight_scale, bias, cast_overflow)
+
+
+def _sparse_epilogue(acc, x_scale, weight_scale, bias, cast_overflow):
+    y = (acc.astype(np.float32) * np.asarray(weight_scale, np.float32)[None, :]).astype(np.float32)
+    y = (y * np.asarray(x_scale, np.float32)[:, None]).astype(np.float32)
+    if bias is not None:
+        y = (y + np.asarray(bias).astype(np.float32)[None, :]).astype(np.float32)
+    return to_bf16(y, "rne", cast_overflow)
+
+
+def t_cg(x1, x2, x2_scale, y_scale_words, *, out_dtype, float_accum="exact", base_k=128, tcg_fp8_overflow="nan",
+         fixpipe_round="rne", cast_overflow="inf"):
+    """fp8-e4m3 x fp4 with per-(column, 32-group) weight scales (spec §7.6). x1 (m, k) float8_e4m3fn; x2 (k, n)
+    exact fp4 values; x2_scale (n, ⌈k/32⌉) as bfloat16 or float16 (its dtype is the multiply's dtype);
+    y_scale_words U64 (n,) or (1, n)."""
+    a = np.asarray(x1).astype(np.float64)
+    w1 = np.asarray(x2).astype(np.float32)
+    k, n = w1.shape
+    s = np.asarray(x2_scale)
+    sdt = s.dtype
+    sk = np.repeat(s.astype(np.float32).T, 32, axis=0)[:k]                       # (k, n)
+    with np.errstate(over="ignore", invalid="ignore"):
+        prod = (w1 * sk).astype(np.float32)                                        # exact (<= 13 bits)
+        if sdt == np.float16:
+            w2 = to_fp16(prod, fixpipe_round, cast_overflow).astype(np.float32)
+        else:
+            w2 = to_bf16(prod, fixpipe_round, cast_overflow).astype(np.float32)
+        if tcg_fp8_overflow == "saturate":
+            w2 = np.where(np.isnan(w2), w2, np.clip(w2, -448.0, 448.0)).astype(np.float32)
+        w3 = w2.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)                 # RNE, overflow -> NaN
+    acc = float_cube(a, w3, float_accum, base_k)
+    y = (acc * deq_scale(y_scale_words).reshape(1, n)).astype(np.float32)
+    return cast_out(y, out_dtype, fixpipe_round, cast_overflow)

@@ -127,7 +127,7 @@ def test_v5_mx_rules():
     assert status(v5(**_mx(gs=0), group_size_inference="explicit")) == INVALID
 
 
-@pytest.mark.parametrize("soc, code", [(A5, RUNTIME), (A2, NO_KERNEL)])
+@pytest.mark.parametrize("soc, code", [(A5, RUNTIME), (A2, 0)])      # A2: the emulated V4 MSD kernel (issue 8)
 def test_a8w4_int_routes_to_v4(soc, code):
     # int8 x int32-packed int4, per-channel UINT64 x2Scale, x1Scale, yOffset: the V4 MSD path (A2/A3 only)
     args = dict(x1=i8(4, 64), x2=np.zeros((64, 2), np.int32), x1s=np.ones(4, np.float32), x2s=u64(16),
@@ -146,7 +146,7 @@ def _a8w4_float(**kw):
 
 def test_a8w4_float_rules():
     assert status(v5(**_a8w4_float(soc=A2))) == RUNTIME                  # "A8W4 only Support NpuArch DAV3510"
-    assert status(v5(**_a8w4_float(soc=A5))) == NO_KERNEL                # valid T-CG: V4, not emulated yet
+    assert status(v5(**_a8w4_float(soc=A5))) == 0                        # valid T-CG: the emulated V4 kernel
     assert status(v5(**_a8w4_float(soc=A5, bias=np.ones((1, 16), BF16)))) == INVALID   # T-CG: no bias
     assert status(v5(**_a8w4_float(soc=A5, gs=64))) == INVALID           # groupSizeK 32
     assert status(v5(**_a8w4_float(soc=A5, t2=False))) == INVALID        # ND x2 needs transposeX2
@@ -159,7 +159,7 @@ def test_a2_perblock_tiling_rejections():
                   x2s=np.ones((n // 128, k // 128), np.float32), t2=True, gs=(1 << 32) | (128 << 16) | 128,
                   bias=np.ones(n, np.float32), out=np.zeros((4, n), BF16), soc=A2)
     assert status(pb(128)) == TILING                                      # spec §14: N = 128 -> 561002
-    assert status(pb(256)) == NO_KERNEL                                   # valid: V4 per-block, not emulated yet
+    assert status(pb(256)) == 0                                           # valid: the emulated V4 per-block kernel
 
 
 def test_empty_shortcuts():

@@ -51,3 +51,21 @@ def test_tiling_and_tqp(tmp_path, capsys):
     assert _main(["run", "trans_quant_param", "--scale", str(tmp_path / "s.bin"), "--output",
                   str(tmp_path / "w.bin")]) == 0
     assert int(np.fromfile(tmp_path / "w.bin", np.uint64)[0]) == 0x0000_4000_3DCC_C000
+
+
+def test_sparse4to2_commands(tmp_path):
+    # TV-J weight, then TV-S1 end to end through the .bin files: bf16 19.25 = 0x419A
+    w = np.array([[0, 3, 0, -2, 5, 0, 0, 0, 0, 0, 7, 1, -4, 0, 0, 9]], np.int8)
+    w.tofile(tmp_path / "w.bin")
+    assert _main(["run", "trans_sparse4to2_para", "--weight", str(tmp_path / "w.bin"), "--weight-shape", "1,16",
+                  "--output-sparse", str(tmp_path / "s.bin"), "--output-index", str(tmp_path / "i.bin")]) == 0
+    assert np.fromfile(tmp_path / "i.bin", np.uint8)[:2].tolist() == [0x09, 0x8A]
+    np.ones(16, np.int8).tofile(tmp_path / "x.bin")
+    np.array([2.0], np.float32).tofile(tmp_path / "xs.bin")
+    np.array([0.5], np.float32).tofile(tmp_path / "ws.bin")
+    np.array([0x3E80], np.uint16).tofile(tmp_path / "b.bin")          # bf16 0.25
+    assert _main(["run", "sparse4to2_quant_matmul", "--x", str(tmp_path / "x.bin"), "--x-shape", "1,16",
+                  "--sparse-weight", str(tmp_path / "s.bin"), "--index", str(tmp_path / "i.bin"),
+                  "--x-scale", str(tmp_path / "xs.bin"), "--sparse-weight-scale", str(tmp_path / "ws.bin"),
+                  "--bias", str(tmp_path / "b.bin"), "--output", str(tmp_path / "y.bin")]) == 0
+    assert np.fromfile(tmp_path / "y.bin", np.uint16).tolist() == [0x419A]

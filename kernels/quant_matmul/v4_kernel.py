@@ -1,0 +1,208 @@
+"""Per-core kernels of the QuantBatchMatmulV4 modes (spec quant_matmul.md §7.4, §7.7, §7.8, §10).
+
+Each kernel is one k-group step (or the final combine) of a V4 mix kernel: ``for core in prange(block_dim)`` the
+core walks its base blocks ``core, core + blockDim, ...`` (kernel._block, the order of tiling.block_coords) and
+applies the AIV vector chain of that step to its block's rows. The cube's int32 block result for the group
+arrives as ``part`` (float32 holding exact integers: the GM workspace after the int32 -> fp32 CAST_RINT, exact
+below 2^24, which every V4 group size guarantees). Blocks own disjoint output rectangles, so nothing depends on
+the thread count or the core split.
+
+* :func:`perblock_step_kernel` - int8 G-B, one 128-wide k block (block_epilogue_pertile.h on 950,
+  quant_batch_matmul_v4_perblock.h on A2/A3; ``cfg`` selects the accumulator start).
+* :func:`a4w4_group_kernel` - A4W4 asymmetric K-G, one 256-wide k group (quant_batch_matmul_v4_pergroup.h).
+* :func:`msd_group_kernel` - A8W4 MSD, one k group: Fixpipe fp32 -> fp16 and the fp16 atomic add into the
+  workspace (quant_batch_matmul_v4_msd.h).
+* :func:`msd_combine_kernel` - A8W4 MSD, the AIV combine ``16·H + L + yOffset`` per token.
+The final ``·x1Scale`` / ``+bias`` and the output cast are kernel.qbmm_epilogue_kernel (the same vector chain).
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from npu_emu.dtypes import scalar
+from npu_emu.kernels.quant_matmul.kernel import _block, _cdiv, _geometry
+
+# cfg of perblock_step_kernel
+PB_J, PB_G, PB_BIAS_FIRST, PB_LEN = 0, 1, 2, 3
+# cfg of msd_group_kernel
+MSD_RMODE, MSD_SAT, MSD_LEN = 0, 1, 2
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def perblock_step_kernel(block_dim, td, ub_size, part, x1s, x2s, bias, acc, cfg):
+    """k block j: s = f32(x1s[row, j]·x2s[j, col]); p = f32(part·s); acc = f32(p + acc).
+
+    The 950 order starts with acc = p (j = 0) and adds the bias after the last block (in the epilogue); the A2/A3
+    order (cfg[PB_BIAS_FIRST]) starts the UB accumulator at the bias (0 without one) and adds every p to it.
+    part, acc flat (M, N); x1s flat (M, G); x2s flat (G, N), the per-column view of the (G, ⌈N/gsN⌉) scales
+    (the host repeats each gsN times, so the vector Mul reads one scale per column); bias (N,) or empty.
+    """
+    cube = td.matmulTiling
+    m = cube.M
+    n = cube.N
+    j = cfg[PB_J]
+    g = cfg[PB_G]
+    bias_first = cfg[PB_BIAS_FIRST] != 0
+    has_bias = bias.size > 0
+    total = td.params.batchC * _cdiv(m, cube.baseM) * _cdiv(n, cube.baseN)
+    geo = _geometry(td)
+    for core in prange(block_dim):
+        idx = np.int64(core)
+        while idx < total:
+            b, r0, rows, c0, cols = _block(geo, idx)
+            for i in range(rows):
+                row = r0 + i
+                s_a = x1s[row * g + j]
+                base = row * n
+                sb = j * n
+                if j == 0 and bias_first:                       # Duplicate / DataCopy of the start value
+                    for c in range(c0, c0 + cols):
+                        acc[base + c] = bias[c] if has_bias else np.float32(0.0)
+                if j == 0 and not bias_first:
+                    for c in range(c0, c0 + cols):
+                        acc[base + c] = part[base + c] * (s_a * x2s[sb + c])
+                else:
+                    for c in range(c0, c0 + cols):
+                        acc[base + c] = part[base + c] * (s_a * x2s[sb + c]) + acc[base + c]
+            idx += block_dim
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def a4w4_group_kernel(block_dim, td, ub_size, part, rowsum, x2off, x2s, acc, cfg):
+    """k group g: off = f32(x2Offset·rowsum); t = f32(mm − off); t = f32(x2Scale·t); acc = f32(t + acc).
+
+    part, acc flat (M, N) (acc starts at 0.0: the kernel's Duplicate before the group loop); rowsum (M,) float32
+    (exact small integers); x2off (N,) float32 (widened from fp16, exact); x2s (N,); cfg unused (kept for the
+    launch signature).
+    """
+    cube = td.matmulTiling
+    m = cube.M
+    n = cube.N
+    total = td.params.batchC * _cdiv(m, cube.baseM) * _cdiv(n, cube.baseN)
+    geo = _geometry(td)
+    for core in prange(block_dim):
+        idx = np.int64(core)
+        while idx < total:
+            b, r0, rows, c0, cols = _block(geo, idx)
+            for i in range(rows):
+                row = r0 + i
+                rs = rowsum[row]
+                base = row * n
+                for c in range(c0, c0 + cols):
+                    off = x2off[c] * rs
+                    t = part[base + c] - off
+                    t = x2s[c] * t
+                    acc[base + c] = t + acc[base + c]
+            idx += block_dim
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _fixpipe_f16_add(ws_val, v, rmode, sat):
+    """The Fixpipe cast of one fp32 value to fp16, then the fp16 atomic add onto the workspace value (the sum of
+    two fp16 values is exact in fp32, so one RNE rounding is the fp16 add)."""
+    h = scalar.f32_to_f16(v, rmode, sat)
+    return scalar.f32_to_f16(scalar.f16_to_f32(ws_val) + scalar.f16_to_f32(h), scalar.CAST_RINT, False)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def msd_group_kernel(block_dim, td, ub_size, part, s2, ws, cfg):
+    """k group g of the 2m-row hi/lo matrix: ws = fp16(ws + fp16(f32(part·t19(x2Scale[g, n])))).
+
+    part flat (2M, N) float32 exact integers; s2 (N,) the FP19 scales of group g; ws flat (2M, N) uint16 fp16
+    bits (zeroed before the first group)."""
+    cube = td.matmulTiling
+    m = cube.M
+    n = cube.N
+    rmode = cfg[MSD_RMODE]
+    sat = cfg[MSD_SAT] != 0
+    total = td.params.batchC * _cdiv(m, cube.baseM) * _cdiv(n, cube.baseN)
+    geo = _geometry(td)
+    for core in prange(block_dim):
+        idx = np.int64(core)
+        while idx < total:
+            b, r0, rows, c0, cols = _block(geo, idx)
+            for i in range(rows):
+                base = (r0 + i) * n
+                if rmode == scalar.CAST_RINT and not sat:       # constant arguments: the loop vectorises
+                    for c in range(c0, c0 + cols):
+                        ws[base + c] = _fixpipe_f16_add(ws[base + c], part[base + c] * s2[c], scalar.CAST_RINT,
+                                                        False)
+                else:
+                    for c in range(c0, c0 + cols):
+                        ws[base + c] = _fixpipe_f16_add(ws[base + c], part[base + c] * s2[c], rmode, sat)
+            idx += block_dim
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def msd_combine_kernel(block_dim, td, ub_size, ws, y_offset, y):
+    """Per token t: y[t, n] = f32(f32(f32(16·H) + L) + yOffset[n]), H = ws row 2t, L = ws row 2t + 1.
+
+    The tiling here is over the (M, N) output; ws flat (2M, N) uint16; y flat (M, N) float32."""
+    cube = td.matmulTiling
+    m = cube.M
+    n = cube.N
+    total = td.params.batchC * _cdiv(m, cube.baseM) * _cdiv(n, cube.baseN)
+    geo = _geometry(td)
+    for core in prange(block_dim):
+        idx = np.int64(core)
+        while idx < total:
+            b, r0, rows, c0, cols = _block(geo, idx)
+            for i in range(rows):
+                t = r0 + i
+                hb = 2 * t * n
+                lb = hb + n
+                for c in range(c0, c0 + cols):
+                    h = scalar.f16_to_f32(ws[hb + c])
+                    lo = scalar.f16_to_f32(ws[lb + c])
+                    v = np.float32(16.0) * h
+                    v = v + lo
+                    y[t * n + c] = v + y_offset[c]
+            idx += block_dim
+
+
+# cfg of tcg_weight_kernel
+TCG_G, TCG_SCALE_F16, TCG_RMODE, TCG_SAT, TCG_FP8_SAT, TCG_LEN = 0, 1, 2, 3, 4, 5
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _tcg_weight(code, scale_bits, scale_f16, rmode, sat, fp8_sat):
+    """One weight: fp4 -> bf16 (exact; -> fp16 exact too), times the group scale IN bf16/fp16 (the exact
+    product rounded once), then Cast to E4M3FN with CAST_RINT (NO_SAT: overflow -> NaN; ``fp8_sat``: ±448 with
+    NaN kept)."""
+    w1 = scalar.decode_fp4_e2m1(code)
+    if scale_f16:
+        w2 = scalar.f16_to_f32(scalar.f32_to_f16(w1 * scalar.f16_to_f32(scale_bits), rmode, sat))
+    else:
+        w2 = scalar.bf16_to_f32(scalar.f32_to_bf16(w1 * scalar.bf16_to_f32(scale_bits), rmode, sat))
+    return scalar.encode_e4m3fn(w2, fp8_sat, True)
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def tcg_weight_kernel(block_dim, td, ub_size, codes, scale_bits, w3, cfg):
+    """The T-CG weight prologue (AntiquantW4Pergroup32NK / ...KN on the AIVs): every core converts the columns
+    of its n blocks (block j -> core j % blockDim) over all of k, group by group of 32.
+
+    codes: fp4 codes of the logical (K, N) weight, flat uint8; scale_bits: (N, G) bf16/fp16 bits; w3: the E4M3FN
+    codes of the dequantised weight, flat (K, N)."""
+    cube = td.matmulTiling
+    n = cube.N
+    k = cube.Ka
+    base_n = cube.baseN
+    g = cfg[TCG_G]
+    scale_f16 = cfg[TCG_SCALE_F16] != 0
+    rmode = cfg[TCG_RMODE]
+    sat = cfg[TCG_SAT] != 0
+    fp8_sat = cfg[TCG_FP8_SAT] != 0
+    n_blocks = _cdiv(n, base_n)
+    for core in prange(block_dim):
+        nb = np.int64(core)
+        while nb < n_blocks:
+            c0 = nb * base_n
+            c1 = min(n, c0 + base_n)
+            for kk in range(k):
+                grp = kk // 32
+                base = kk * n
+                for c in range(c0, c1):
+                    w3[base + c] = _tcg_weight(codes[base + c], scale_bits[c * g + grp], scale_f16, rmode, sat,
+                                               fp8_sat)
+            nb += block_dim
