@@ -213,6 +213,13 @@ def _mx_expand(vals, scale_vals, k, transposed_x, is_x1):
     """
     g = -(-k // MX_GROUP)
     s = scale_vals
+    # The checker accepts both orders of (rows, ceil(k/64)) when one of them is 1 - the same bytes - so read the
+    # scale in the order the transpose flag names.
+    rows = vals.shape[-2] if is_x1 else vals.shape[-1]
+    kp = s.shape[-3] * s.shape[-2] // max(rows, 1)
+    k_first = transposed_x if is_x1 else not transposed_x
+    if rows and s.shape[-3] * s.shape[-2] == rows * kp:
+        s = s.reshape(s.shape[:-3] + ((kp, rows) if k_first else (rows, kp)) + s.shape[-1:])
     if is_x1:
         if transposed_x:
             s = np.swapaxes(s, -3, -2)                      # (…, m, kp, 2)
@@ -402,9 +409,39 @@ def _perblock(plan, a, x1v, x2v, sig1, sig2, ops, sw, tr, m, n, k, nb):
 # --------------------------------------------------------------------------------------------------------------
 
 def _op(x, name, dtype=None, origin=None, transpose=False):
+    """x1/x2 (``transpose``: transposed views flip the flag) or any other tensor (transposed views are read as
+    their storage block, as aclnn's contiguous processing does for scales, bias and offsets)."""
     if isinstance(x, NzWeight):
         return _nz_operand(x, name, dtype, origin)
-    return operands.operand(x, name, dtype, origin=origin, detect_transpose=transpose, int32_is_int4=transpose)
+    return operands.operand(x, name, dtype, origin=origin, detect_transpose=transpose, int32_is_int4=transpose,
+                            storage=not transpose)
+
+
+def _same_transpose(x1, x2, scale, pertoken_scale, pertoken_dtype, a8w4):
+    """op-plugin's check that x1 / pertoken_scale and x2 / scale are transposed alike (G-B, B-B, MX;
+    ``is_x_scale_same_transpose`` in Ascend/op-plugin: op_plugin/ops/opapi/QuantMatmulKernelNpuOpApi.cpp)."""
+    ndim = lambda t: len(t.shape)
+    # op-plugin reads torch strides; numpy cannot tell a transposed view from a contiguous array when a compared
+    # dim has size 1, so the check applies to torch tensors only (numpy callers get aclnn's reading of the views)
+    if pertoken_scale is None or a8w4 or not all(is_torch_tensor(t) for t in (x1, x2, scale, pertoken_scale)):
+        return
+    mx = pertoken_dtype == "float8_e8m0"
+    if not ((ndim(pertoken_scale) == ndim(x1) and ndim(scale) == ndim(x2)) or mx):
+        return
+    if ndim(pertoken_scale) < 2 or ndim(scale) < 2:
+        return
+    for x, s, xn, sn in ((x1, pertoken_scale, "x1", "pertoken_scale"), (x2, scale, "x2", "scale")):
+        dx = ndim(x) - 2
+        ds = 0 if mx else ndim(s) - 2          # op-plugin compares an MX scale's first two dims
+        if ndim(x) < dx + 2 or ndim(s) < ds + 2:
+            continue
+        if (x.shape[dx] == 1 and x.shape[dx + 1] == 1) or (s.shape[ds] == 1 and s.shape[ds + 1] == 1):
+            continue
+        if operands.transposed_pair(x, dx) != operands.transposed_pair(s, ds):
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                             f"Input {xn} tensor and {sn} tensor's transpose are not same: when {xn} is a transposed "
+                             f"view, pass {sn} as the same kind of view of its storage (e.g. .transpose(-1, -2), or "
+                             f".transpose(-3, -2) for an E8M0 scale), else pass both contiguous")
 
 
 def _out_desc(out, out_dtype=None):
@@ -520,6 +557,10 @@ def npu_quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=No
     o2 = _op(x2, "x2", x2_dtype, origin, transpose=True)
     os2 = _op(scale, "scale", scale_dtype, origin)
     os1 = _op(pertoken_scale, "pertoken_scale", pertoken_scale_dtype, origin)
+    if not isinstance(x2, NzWeight):
+        _same_transpose(x1, x2, scale, pertoken_scale, None if os1 is None else os1.dtype,
+                        (o1.dtype == "int8" and o2.dtype == "int32") or
+                        (o1.dtype in ("float8_e4m3fn", "float8_e5m2") and o2.dtype in ("float32", "float4_e2m1")))
     ob = _op(bias, "bias", None, origin)
     oy = _op(y_scale, "y_scale", None, origin)
     ooff = _op(offset, "offset", None, origin)

@@ -1,7 +1,9 @@
 """User arrays -> the operands the cube sees: dtype relabelling, sub-byte unpacking, exact values, transposes.
 
-* Transposed views (aclnn ``TensorContiguousProcess`` / torch_npu ``is_transpose_last_two_dims``): an array whose
-  last two dims are a transposed C-contiguous block is taken as that block with the transpose flag flipped.
+* Transposed views (aclnn ``TensorContiguousProcess`` / torch_npu ``is_transpose_last_two_dims``), judged by strides
+  as the source does: an x1/x2 whose last two dims view a transposed dense block is taken as that block with the
+  transpose flag flipped; a scale, bias or offset is read as its block without a flag (an MX scale by dims -3 / -2,
+  ``MxScaleContiguousProcess``).
 * INT4 (codecs.md §8): two's-complement nibbles, element 2i in the low nibble; INT32 carries 8 nibbles LSB first
   (on little-endian memory the same bytes). FP4 E2M1 (codecs.md §7.2): two codes per byte, element order per
   ``fp4_nibble_order``; FLOAT32 carries 8 codes (the A8W4 "C0_4" weights). ml_dtypes int4 / float4_e2m1fn
@@ -42,27 +44,66 @@ class Operand:
     flipped: bool = False
 
 
-def _torch_transposed(t):
-    """``is_transpose_last_two_dims`` of op-plugin's QuantMatmulKernelNpuOpApi.cpp on a torch tensor."""
-    if t.dim() < 2 or t.dim() > 6:
-        return False
-    d1, d2 = t.dim() - 1, t.dim() - 2
-    if t.stride(d2) == 1 and t.stride(d1) == t.size(d2):
-        span = t.size(d1) * t.size(d2)
-        for bd in range(t.dim() - 3, -1, -1):
-            if t.stride(bd) != span:
-                return False
-            span *= t.size(bd)
-        return not (t.size(d1) == 1 and t.size(d2) == 1)
-    return False
+def _geometry(x):
+    """(shape, strides in elements) of a torch tensor or numpy array: the aclnn view the checks below read. numpy
+    gives size-1 dims of a contiguous array arbitrary strides, so a C-contiguous numpy array reports its canonical
+    strides (it is never a transposed view)."""
+    if is_torch_tensor(x):
+        return tuple(x.shape), tuple(x.stride())
+    if x.flags.c_contiguous:
+        st, span = [], 1
+        for d in reversed(x.shape):
+            st.append(span)
+            span *= d
+        return x.shape, tuple(reversed(st))
+    return x.shape, tuple(st // x.itemsize for st in x.strides)
 
 
-def _numpy_transposed(a):
-    if a.ndim < 2 or a.flags.c_contiguous:
+def _batch_dense(shape, st, first, span):
+    for bd in range(first, -1, -1):
+        if st[bd] != span:
+            return False
+        span *= shape[bd]
+    return True
+
+
+def _transposed_last_two(x):
+    """aclnn ``IsTransposeLastTwoDims`` / op-plugin ``is_transpose_last_two_dims``: the last two dims view a
+    transposed dense block (batch dims dense above it), and not both of size 1."""
+    shape, st = _geometry(x)
+    n = len(shape)
+    if n < 2 or n > 6 or not (st[-2] == 1 and st[-1] == shape[-2]):
         return False
-    if a.shape[-1] == 1 and a.shape[-2] == 1:
+    return _batch_dense(shape, st, n - 3, shape[-1] * shape[-2]) and not (shape[-1] == 1 and shape[-2] == 1)
+
+
+def _mx_transposed(x):
+    """aclnn ``MxScaleContiguousProcess`` (aclnn_quant_matmul_v5.cpp): an MX scale (…, a, b, 2) whose dims -3 / -2
+    view a (…, b, a, 2) block."""
+    shape, st = _geometry(x)
+    n = len(shape)
+    if n < 3 or not (st[-3] == shape[-1] and st[-2] == shape[-1] * shape[-3]):
         return False
-    return np.swapaxes(a, -1, -2).flags.c_contiguous
+    return _batch_dense(shape, st, n - 4, shape[-1] * shape[-2] * shape[-3]) and not (shape[-2] == 1
+                                                                                      and shape[-3] == 1)
+
+
+def _storage_view(x, mx):
+    """A scale / bias / offset as aclnn's contiguous processing sees it: a view transposed in its last two dims (or,
+    for an MX scale, in dims -3 / -2) is read as the block it views, without the transpose flag (V5
+    ``TensorContiguousProcess`` with a temporary flag). Anything else is made contiguous as it is."""
+    if not (is_torch_tensor(x) or isinstance(x, np.ndarray)):
+        return x
+    swap = x.transpose if is_torch_tensor(x) else (lambda a, b: np.swapaxes(x, a, b))
+    if mx and _mx_transposed(x):
+        return swap(-3, -2)
+    return swap(-1, -2) if _transposed_last_two(x) else x
+
+
+def transposed_pair(x, dim):
+    """op-plugin ``is_transpose_certain_two_dims``: stride(dim + 1) == stride(dim) * size(dim), in elements."""
+    shape, st = _geometry(x if is_torch_tensor(x) else np.asarray(x))
+    return st[dim + 1] == st[dim] * shape[dim]
 
 
 def storage_dtype_name(arr):
@@ -80,18 +121,25 @@ def packing(dtype, arr):
     return 1
 
 
-def operand(x, name, dtype=None, *, origin=None, detect_transpose=False, int32_is_int4=False):
+def operand(x, name, dtype=None, *, origin=None, detect_transpose=False, int32_is_int4=False, storage=False):
     """Normalise an argument (None stays None). ``dtype`` relabels the caller's bits (torch_npu ``x1_dtype``...).
 
-    ``int32_is_int4``: x1/x2 of this op, where an INT32 tensor carries 8 INT4 values (its view counts them)."""
+    ``int32_is_int4``: x1/x2 of this op, where an INT32 tensor carries 8 INT4 values (its view counts them).
+    ``storage``: a scale / bias / offset; a transposed view is read as the block it views (``_storage_view``)."""
     if x is None:
         return None
     flipped = False
-    if detect_transpose:
-        if is_torch_tensor(x) and _torch_transposed(x):
-            x, flipped = x.transpose(-1, -2), True
-        elif isinstance(x, np.ndarray) and _numpy_transposed(x):
-            x, flipped = np.swapaxes(x, -1, -2), True
+    if storage:
+        mx = dtype is not None and resolve_dtype(dtype, f"{name} dtype") == "float8_e8m0"
+        if not mx and not isinstance(x, (list, tuple)):
+            own = getattr(x, "dtype", None)
+            try:
+                mx = own is not None and resolve_dtype(own, f"{name} dtype") == "float8_e8m0"
+            except AclnnError:
+                mx = False
+        x = _storage_view(x, mx)
+    if detect_transpose and (is_torch_tensor(x) or isinstance(x, np.ndarray)) and _transposed_last_two(x):
+        x, flipped = (x.transpose(-1, -2) if is_torch_tensor(x) else np.swapaxes(x, -1, -2)), True
     arr = as_array(x, name, origin=origin)
     own = storage_dtype_name(arr)
     name_dt = own if dtype is None else resolve_dtype(dtype, f"{name} dtype")

@@ -261,7 +261,7 @@ def test_mx_vs_golden(k, fmt, t2):
     s2 = _pairs(e2.T)                                           # (n, ceil(k/64), 2) for a transposed x2
     if t2:
         x2_arg = np.ascontiguousarray(x2v.T).T                  # transposed storage (n, k)
-        s2_arg = s2
+        s2_arg = np.swapaxes(np.ascontiguousarray(s2), 0, 1)    # its scale transposed alike: a view of (n, g, 2)
     else:
         x2_arg = x2v
         s2_arg = np.ascontiguousarray(np.swapaxes(s2, 0, 1))   # (ceil(k/64), n, 2)
@@ -332,3 +332,28 @@ def test_torch_in_torch_out():
     assert np.array_equal(y.view(torch.int16).numpy().view(np.uint16), bits(want))
     w = npu_trans_quant_param(scale)
     assert isinstance(w, torch.Tensor) and w.dtype == torch.int64
+
+
+def test_mx_scale_transpose_must_follow_x_in_torch():
+    # op-plugin is_x_scale_same_transpose: with torch tensors, a transposed x2 needs its E8M0 scale transposed alike
+    # (.transpose(-3, -2) of the (n, ceil(k/64), 2) storage); a contiguous scale is refused with 161002.
+    torch = pytest.importorskip("torch")
+    from npu_emu.errors import AclnnError
+
+    rng = rng_for(99)
+    m, k, n = 4, 160, 6
+    g = -(-k // 32)
+    x1v, x2v = fp8s(rng, (m, k), E4M3, -40, 40), fp8s(rng, (k, n), E4M3, -40, 40)
+    s1 = _pairs(rng.integers(115, 135, (m, g)).astype(np.uint8))
+    s2 = np.ascontiguousarray(_pairs(rng.integers(115, 135, (g, n)).astype(np.uint8).T))   # (n, 3, 2) storage
+    kw = dict(scale_dtype="float8_e8m0", pertoken_scale_dtype="float8_e8m0", output_dtype="bfloat16",
+              group_sizes=[1, 1, 32], soc=SOC950)
+    want = npu_quant_matmul(x1v, np.ascontiguousarray(x2v.T).T, s2, pertoken_scale=s1, **kw)   # numpy reference
+    t = lambda a: torch.from_numpy(np.ascontiguousarray(a).view(np.uint8))
+    x2t = t(x2v.T).view(torch.float8_e4m3fn).t()                                   # (k, n) view of (n, k)
+    x1t = t(x1v).view(torch.float8_e4m3fn)
+    got = npu_quant_matmul(x1t, x2t, t(s2).transpose(-3, -2), pertoken_scale=t(s1), **kw)
+    assert np.array_equal(bits(got.view(torch.int16).numpy()), bits(want))
+    with pytest.raises(AclnnError, match="x2 tensor and scale tensor's transpose are not same") as e:
+        npu_quant_matmul(x1t, x2t, t(s2), pertoken_scale=t(s1), **kw)
+    assert e.value.status == 161002
