@@ -444,25 +444,55 @@ def test_local_tensor_views():
         deq.data_copy_co1_to_co2(h[::2], l0c.view(np.int32), DataCopyParams(1, 1, 0, 0), e)
 
 
-def test_default_kernels_equal_generic_kernels():
-    # the default-switch kernels (switches folded in, flags hoisted) and the generic ones are the same pipeline
+def _edge_rows(rng, n, words):
+    """Rows that stress the DEQ16 half encoding and the clamps: int32 extremes and small values; accumulators whose
+    product with a power-of-two scale is exactly a half rounding tie (normal and subnormal) or sits next to the
+    65504 clamp."""
+    ext = np.array([2**31 - 1, -2**31, -2**31 + 1, 0, 1, -1, 2**15, -2**15 - 1, 2**24 + 1, -(2**24 + 1)], np.int64)
+    rows = [np.resize(ext, n), np.resize(ext[::-1], n)]
+    cols = np.broadcast_to(np.asarray(words, np.uint64), (n,))
+    scale = np.array([float(DeqValue(int(w)).scale) for w in cols])
+    e = -np.round(np.log2(np.where(scale != 0, np.abs(scale), 1.0)))  # scale = +-2^-e for the tie words below
+    shift = np.array([DeqValue(int(w)).shift if DeqValue(int(w)).mcb else 0 for w in cols])
+    for _ in range(6):
+        # p = k·2^(q-11) with k odd is a tie between two halves of exponent q (q = -14 also covers the subnormal
+        # quantum 2^-25 for q < -14), and 65504 ± a few quanta of the scale brackets the clamp
+        q = rng.integers(-24, 16, size=n)
+        k = 2 * rng.integers(1 << 10, 1 << 11, size=n) + 1
+        p = np.where(q < -14, (2 * rng.integers(0, 1 << 10, size=n) + 1) * 2.0 ** -25, k * 2.0 ** (q - 11))
+        p = np.where(rng.random(n) < 0.15, 65504.0 + rng.integers(-40, 41, size=n) * 2.0 ** -e * 16, p)
+        rows.append(np.round(p * np.where(rng.random(n) < 0.5, -1, 1) * 2.0 ** e) * 2.0 ** shift)
+    return np.clip(np.array(rows), -2**31, 2**31 - 1).astype(np.int32)
+
+
+@pytest.mark.parametrize("vector", [False, True], ids=["scalar", "vdeq"])
+def test_default_kernels_equal_generic_kernels(vector):
+    # the default-switch kernels (switches folded in, flags hoisted, DEQ16 without the encoder's NaN/Inf/overflow
+    # cases) and the generic per-element pipeline must agree bit for bit on every mcb / relu / sign combination
     from npu_emu.ascendc import deq_kernels as k
 
     rng = np.random.default_rng(11)
+    n = 48
     for mcb in (False, True):
-        words = _random_words(rng, 48, mcb=mcb, sign=True, vector=True)
-        acc = _near_ties(rng, _random_acc(rng, 32, 48), words).reshape(-1)
-        m, shift, off = np.empty(48, np.float32), np.empty(48, np.int32), np.empty(48, np.int32)
-        k.decode_table(words, k.DEFAULT_SWITCHES, m, shift, off)
-        for relu in (False, True):
-            a8, b8 = np.empty(acc.size, np.uint8), np.empty(acc.size, np.uint8)
-            k.deq8_matrix_default(acc, a8, m, shift, off, mcb, True, relu)
-            k.deq8_matrix(acc, b8, m, shift, off, mcb, True, relu, k.DEFAULT_SWITCHES)
-            np.testing.assert_array_equal(a8, b8)
-            a16, b16 = np.empty(acc.size, np.uint16), np.empty(acc.size, np.uint16)
-            k.deq16_matrix_default(acc, a16, m, shift, mcb, relu)
-            k.deq16_matrix(acc, b16, m, shift, mcb, relu, k.DEFAULT_SWITCHES)
-            np.testing.assert_array_equal(a16, b16)
+        for sign in (False, True):
+            ties = DeqValue.build_array(2.0 ** -rng.integers(0, 31, size=n) * np.where(rng.random(n) < 0.5, -1, 1),
+                                        shift=rng.integers(1, 17, size=n), sign=sign, mcb=mcb)
+            for words in (_random_words(rng, n, mcb=mcb, sign=sign, vector=vector),
+                          ties if vector else int(ties[rng.integers(n)])):
+                acc = np.concatenate([_near_ties(rng, _random_acc(rng, 32, n), words),
+                                      _edge_rows(rng, n, words)]).reshape(-1)
+                m, shift, off = np.empty(n, np.float32), np.empty(n, np.int32), np.empty(n, np.int32)
+                k.decode_table(np.broadcast_to(np.asarray(words, np.uint64), (n,)).copy(), k.DEFAULT_SWITCHES,
+                               m, shift, off)
+                for relu in (False, True):
+                    a8, b8 = np.empty(acc.size, np.uint8), np.empty(acc.size, np.uint8)
+                    k.deq8_matrix_default(acc, a8, m, shift, off, mcb, sign, relu)
+                    k.deq8_matrix(acc, b8, m, shift, off, mcb, sign, relu, k.DEFAULT_SWITCHES)
+                    np.testing.assert_array_equal(a8, b8)
+                    a16, b16 = np.empty(acc.size, np.uint16), np.empty(acc.size, np.uint16)
+                    k.deq16_matrix_default(acc, a16, m, shift, mcb, relu)
+                    k.deq16_matrix(acc, b16, m, shift, mcb, relu, k.DEFAULT_SWITCHES)
+                    np.testing.assert_array_equal(a16, b16)
 
 
 def test_datacopy_enhanced_form_from_python():
