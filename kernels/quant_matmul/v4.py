@@ -13,7 +13,9 @@ layout changes where the cube finds an element, not its value.
 
 Cube: the int32 result of every k group, computed for the whole matrix by one float32 GEMM per group - exact
 because each group's partial sums stay below 2^24 (G-B: 128·128·128 = 2^21; K-G and MSD: 256·8·8 = 2^14) - and
-handed to the per-core vector kernels of v4_kernel.py group by group, in ascending k order.
+handed to the vector kernels of v4_kernel.py in ascending k order: by default several groups at a time to the
+fused kernels (one pass over the accumulator per batch of groups), with ``faithful=True`` group by group to the
+per-core step kernels that walk the tiling's base blocks. Both apply the same float32 chain per element.
 """
 
 import ml_dtypes
@@ -30,6 +32,7 @@ from npu_emu.launch import launch
 PER_BLOCK = 128
 A4W4_GROUP = 256
 MSD_GROUP = 256
+GROUP_BATCH_BYTES = 256 << 20      # the cube results of one batch of k groups (the fused kernels' input)
 
 
 def _arch(soc):
@@ -108,23 +111,34 @@ def _f32_matrices(res, ops):
     return x1, x2
 
 
-def group_gemms(x1f, x2f, gs):
-    """The cube's int32 result of every k group, in ascending order: (g, x1 @ x2 over group g) as float32.
+def _groups_per_batch(m, n, g):
+    return min(g, max(1, GROUP_BATCH_BYTES // max(1, m * n * 4)))
 
-    Exact because every V4 group keeps its partial sums below 2^24 (module docstring). Both operands are laid out
-    group-major and contiguous once (a k tail zero-padded, which adds nothing) so each group is one dense GEMM."""
+
+def batch_bytes(m, n, k, gs):
+    """Bytes of group_batches' parts buffer (for the check_memory estimates): at least one group's M x N."""
+    return _groups_per_batch(m, n, -(-k // gs)) * m * n * 4
+
+
+def group_batches(x1f, x2f, gs):
+    """The cube's int32 results of the k groups, in ascending order and a few groups at a time:
+    (j0, parts) with parts[jj] = x1 @ x2 over group j0 + jj, float32 (gb, M, N).
+
+    Exact because every V4 group keeps its partial sums below 2^24 (module docstring). Each group is one GEMM of
+    the whole matrix on k-slices of the operands as they are (BLAS takes the strided / transposed views without a
+    copy; a short last group is a shorter GEMM) - BLAS calls on row or column panels are many times slower on a
+    shared machine - and the batch size keeps the parts buffer (reused between batches) near GROUP_BATCH_BYTES."""
     m, k = x1f.shape
     n = x2f.shape[1]
     g = -(-k // gs)
-    if g * gs != k:
-        x1f = np.concatenate([x1f, np.zeros((m, g * gs - k), np.float32)], axis=1)
-        x2f = np.concatenate([x2f, np.zeros((g * gs - k, n), np.float32)], axis=0)
-    a = np.ascontiguousarray(x1f.reshape(m, g, gs).transpose(1, 0, 2))
-    b = np.ascontiguousarray(x2f).reshape(g, gs, n)
-    out = np.empty((m, n), np.float32)
-    for gi in range(g):
-        np.matmul(a[gi], b[gi], out=out)
-        yield gi, out
+    gb = _groups_per_batch(m, n, g)
+    parts = np.empty((gb, m, n), np.float32)
+    for j0 in range(0, g, gb):
+        cnt = min(gb, g - j0)
+        for jj in range(cnt):
+            k0 = (j0 + jj) * gs
+            np.matmul(x1f[:, k0:k0 + gs], x2f[k0:k0 + gs], out=parts[jj])
+        yield j0, parts[:cnt]
 
 
 def _scale2d(op, transposed):
@@ -147,7 +161,8 @@ def compute_perblock(res, ops, sw, user_tiling=None, block_dim=None):
     s2 = _scale2d(ops["x2_scale"], a.transpose_x2)                                  # (..., G, N1)
     batch = tuple(np.broadcast_shapes(x1.shape[:-2], x2.shape[:-2], s1.shape[:-2], s2.shape[:-2]))
     nb = int(np.prod(batch)) if batch else 1
-    check_memory(nb * m * n * 14 + (m + n) * k * 4, "QuantBatchMatmulV4 per-block output and workspace")
+    check_memory(nb * m * n * 14 + (m + n) * k * 4 + batch_bytes(m, n, k, PER_BLOCK),
+                 "QuantBatchMatmulV4 per-block output and workspace")
     tr, what = v4_tiling("A8W8-perblock", m, n, k, sw.soc, sw.core_num)
     if block_dim is not None:
         tr = tiling_mod.with_overrides(tr, block_dim=int(block_dim))
@@ -166,10 +181,14 @@ def compute_perblock(res, ops, sw, user_tiling=None, block_dim=None):
         cfg = np.zeros(v4_kernel.PB_LEN, np.int64)
         cfg[v4_kernel.PB_G], cfg[v4_kernel.PB_BIAS_FIRST] = g, int(a2)
         bias_k = b_row if (a2 and b_row is not None) else np.empty(0, np.float32)
-        for j, part in group_gemms(x1[bi], x2[bi], PER_BLOCK):
-            cfg[v4_kernel.PB_J] = j
-            launch(v4_kernel.perblock_step_kernel, tr.block_dim, tr.tiling, part.reshape(-1), s1e.reshape(-1),
-                   x2e.reshape(-1), bias_k, acc, cfg, ub_size=tr.ub_size, validate=False)
+        for j0, parts in group_batches(x1[bi], x2[bi], PER_BLOCK):
+            if not sw.faithful:
+                v4_kernel.perblock_fused_kernel(parts, j0, s1e, x2e, bias_k, a2, acc.reshape(m, n))
+                continue
+            for jj in range(parts.shape[0]):
+                cfg[v4_kernel.PB_J] = j0 + jj
+                launch(v4_kernel.perblock_step_kernel, tr.block_dim, tr.tiling, parts[jj].reshape(-1),
+                       s1e.reshape(-1), x2e.reshape(-1), bias_k, acc, cfg, ub_size=tr.ub_size, validate=False)
         y, report = _finish(tr, acc, sw, None, None if a2 else b_row, a.out.dtype, m, n)
         ys.append(y)
     y = np.stack(ys).reshape(batch + (m, n))
@@ -188,7 +207,8 @@ def compute_a4w4_asym(res, ops, sw, user_tiling=None, block_dim=None):
     _two_dim(a, "A4W4-pergroup-asym")
     m, k, _, n = routing.mnk(a.x1, a.x2, a.transpose_x1, a.transpose_x2)
     gs_k = routing.decode_group_size(res.group_size)[2] or A4W4_GROUP
-    check_memory(m * n * 14 + (m + n) * k * 4, "QuantBatchMatmulV4 per-group output and workspace")
+    check_memory(m * n * 14 + (m + n) * k * 4 + batch_bytes(m, n, k, A4W4_GROUP),
+                 "QuantBatchMatmulV4 per-group output and workspace")
     tr, what = v4_tiling("A4W4-pergroup-asym", m, n, k, sw.soc, sw.core_num)
     if block_dim is not None:
         tr = tiling_mod.with_overrides(tr, block_dim=int(block_dim))
@@ -201,10 +221,15 @@ def compute_a4w4_asym(res, ops, sw, user_tiling=None, block_dim=None):
     rowsums = x1.reshape(m, -1, gs_k).sum(axis=2, dtype=np.float32) if k % gs_k == 0 else \
         np.stack([x1[:, g0:g0 + gs_k].sum(axis=1, dtype=np.float32) for g0 in range(0, k, gs_k)], axis=1)
     rowsums = np.ascontiguousarray(rowsums.T)                # (G, m) exact small integers
-    for gi, part in group_gemms(x1, x2, gs_k):
-        launch(v4_kernel.a4w4_group_kernel, tr.block_dim, tr.tiling, part.reshape(-1), rowsums[gi],
-               np.ascontiguousarray(off[gi]), np.ascontiguousarray(s2[gi]), acc, cfg, ub_size=tr.ub_size,
-               validate=False)
+    for j0, parts in group_batches(x1, x2, gs_k):
+        if not sw.faithful:
+            v4_kernel.a4w4_fused_kernel(parts, j0, rowsums, off, s2, acc.reshape(m, n))
+            continue
+        for jj in range(parts.shape[0]):
+            gi = j0 + jj
+            launch(v4_kernel.a4w4_group_kernel, tr.block_dim, tr.tiling, parts[jj].reshape(-1), rowsums[gi],
+                   np.ascontiguousarray(off[gi]), np.ascontiguousarray(s2[gi]), acc, cfg, ub_size=tr.ub_size,
+                   validate=False)
     y, report = _finish(tr, acc, sw, s1, None, a.out.dtype, m, n)
     return y, _trace(res, tr, sw, "K-G asym", [what, f"gsK {gs_k}"], report)
 
@@ -226,7 +251,8 @@ def msd_split(x):
 def compute_msd(res, ops, sw, user_tiling=None, block_dim=None):
     a = res.args
     m, k, _, n = routing.mnk(a.x1, a.x2, a.transpose_x1, a.transpose_x2)
-    check_memory(m * n * 16 + (m + n) * k * 8, "QuantBatchMatmulV4 MSD output and workspace")
+    check_memory(m * n * 16 + (m + n) * k * 8 + batch_bytes(2 * m, n, k, MSD_GROUP),
+                 "QuantBatchMatmulV4 MSD output and workspace")
     x2s = ops["x2_scale"]
     per_group = x2s.data.ndim == 2
     gs = MSD_GROUP if per_group else k
@@ -244,9 +270,13 @@ def compute_msd(res, ops, sw, user_tiling=None, block_dim=None):
     ws = np.zeros(2 * m * n, np.uint16)                     # the fp16 workspace, zeroed before the atomic adds
     rmode, sat = _rmode_sat(sw)
     cfg = np.array([rmode, sat], np.int64)
-    for gi, part in group_gemms(hl, w, gs):                # |sum| <= k·8·8 < 2^24 for k <= 29576
-        launch(v4_kernel.msd_group_kernel, tr.block_dim, tr.tiling, part.reshape(-1), np.ascontiguousarray(s2[gi]),
-               ws, cfg, ub_size=tr.ub_size, validate=False)
+    for j0, parts in group_batches(hl, w, gs):             # |sum| <= k·8·8 < 2^24 for k <= 29576
+        if not sw.faithful:
+            v4_kernel.msd_fused_kernel(parts, j0, s2, ws.reshape(2 * m, n), cfg)
+            continue
+        for jj in range(parts.shape[0]):
+            launch(v4_kernel.msd_group_kernel, tr.block_dim, tr.tiling, parts[jj].reshape(-1),
+                   np.ascontiguousarray(s2[j0 + jj]), ws, cfg, ub_size=tr.ub_size, validate=False)
     y_off = np.ascontiguousarray(operands.scale_values(ops["y_offset"]).reshape(-1), np.float32)
     y = np.empty(m * n, np.float32)
     launch(v4_kernel.msd_combine_kernel, tr_out.block_dim, tr_out.tiling, ws, y_off, y, ub_size=tr_out.ub_size,

@@ -14,6 +14,13 @@ the thread count or the core split.
   workspace (quant_batch_matmul_v4_msd.h).
 * :func:`msd_combine_kernel` - A8W4 MSD, the AIV combine ``16·H + L + yOffset`` per token.
 The final ``·x1Scale`` / ``+bias`` and the output cast are kernel.qbmm_epilogue_kernel (the same vector chain).
+
+The default (fast) path runs the same per-element chains fused over several k groups: ``*_fused_kernel`` take the
+cube results of groups ``j0 .. j0 + gb - 1`` at once (``parts`` (gb, rows, N)) and walk independent output tiles
+(one row x up to ``FUSED_COLS`` columns) in prange, applying the groups to each tile in ascending k order while the
+tile stays in L1 - every element sees exactly the operations, operands and order of the per-group step kernels
+(those stay as the ``faithful=True`` path; tests prove the two bit-identical). What changes is only memory
+traffic: the accumulator is read and written once per batch of groups instead of once per group.
 """
 
 import numpy as np
@@ -96,6 +103,62 @@ def a4w4_group_kernel(block_dim, td, ub_size, part, rowsum, x2off, x2s, acc, cfg
             idx += block_dim
 
 
+FUSED_COLS = 512      # columns of one fused-kernel tile: a row chunk of acc (2 KiB) stays in L1 across the groups
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def perblock_fused_kernel(parts, j0, x1s, x2s, bias, bias_first, acc):
+    """perblock_step_kernel for k blocks j0 .. j0 + gb - 1 in one pass: parts (gb, M, N); x1s (M, G); x2s (G, N);
+    bias (N,) or empty; acc (M, N), set at block 0 (the bias / 0.0 start value on A2/A3, p_0 on 950).
+    (1-D row views in the inner loops: 2-D indexing there does not vectorise.)"""
+    gb, m, n = parts.shape
+    has_bias = bias.size > 0
+    nch = (n + FUSED_COLS - 1) // FUSED_COLS
+    for t in prange(m * nch):
+        row = t // nch
+        c0 = (t % nch) * FUSED_COLS
+        w = min(n - c0, FUSED_COLS)
+        ar = acc[row, c0:c0 + w]
+        for jj in range(gb):
+            j = j0 + jj
+            s_a = x1s[row, j]
+            pr = parts[jj, row, c0:c0 + w]
+            xr = x2s[j, c0:c0 + w]
+            if j == 0 and bias_first:                           # Duplicate / DataCopy of the start value
+                for c in range(w):
+                    ar[c] = bias[c0 + c] if has_bias else np.float32(0.0)
+            if j == 0 and not bias_first:
+                for c in range(w):
+                    ar[c] = pr[c] * (s_a * xr[c])
+            else:
+                for c in range(w):
+                    ar[c] = pr[c] * (s_a * xr[c]) + ar[c]
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def a4w4_fused_kernel(parts, j0, rowsum, x2off, x2s, acc):
+    """a4w4_group_kernel for k groups j0 .. j0 + gb - 1 in one pass: parts (gb, M, N); rowsum (G, M); x2off and
+    x2s (G, N); acc (M, N), zeroed by the host before group 0 (the kernel's Duplicate)."""
+    gb, m, n = parts.shape
+    nch = (n + FUSED_COLS - 1) // FUSED_COLS
+    for t in prange(m * nch):
+        row = t // nch
+        c0 = (t % nch) * FUSED_COLS
+        w = min(n - c0, FUSED_COLS)
+        ar = acc[row, c0:c0 + w]
+        for jj in range(gb):
+            j = j0 + jj
+            rs = rowsum[j, row]
+            pr = parts[jj, row, c0:c0 + w]
+            orow = x2off[j, c0:c0 + w]
+            srow = x2s[j, c0:c0 + w]
+            for c in range(w):
+                off = orow[c] * rs
+                tv = pr[c] - off
+                tv = srow[c] * tv
+                ar[c] = tv + ar[c]
+
+
 @njit(inline="always", cache=True, error_model="numpy")
 def _fixpipe_f16_add(ws_val, v, rmode, sat):
     """The Fixpipe cast of one fp32 value to fp16, then the fp16 atomic add onto the workspace value (the sum of
@@ -131,6 +194,30 @@ def msd_group_kernel(block_dim, td, ub_size, part, s2, ws, cfg):
                     for c in range(c0, c0 + cols):
                         ws[base + c] = _fixpipe_f16_add(ws[base + c], part[base + c] * s2[c], rmode, sat)
             idx += block_dim
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def msd_fused_kernel(parts, j0, s2, ws, cfg):
+    """msd_group_kernel for k groups j0 .. j0 + gb - 1 in one pass: parts (gb, 2M, N); s2 (G, N); ws (2M, N) fp16
+    bits (zeroed before group 0)."""
+    gb, rows, n = parts.shape
+    rmode = cfg[MSD_RMODE]
+    sat = cfg[MSD_SAT] != 0
+    nch = (n + FUSED_COLS - 1) // FUSED_COLS
+    for t in prange(rows * nch):
+        row = t // nch
+        c0 = (t % nch) * FUSED_COLS
+        w = min(n - c0, FUSED_COLS)
+        wr = ws[row, c0:c0 + w]
+        for jj in range(gb):
+            pr = parts[jj, row, c0:c0 + w]
+            sr = s2[j0 + jj, c0:c0 + w]
+            if rmode == scalar.CAST_RINT and not sat:           # constant arguments: the loop vectorises
+                for c in range(w):
+                    wr[c] = _fixpipe_f16_add(wr[c], pr[c] * sr[c], scalar.CAST_RINT, False)
+            else:
+                for c in range(w):
+                    wr[c] = _fixpipe_f16_add(wr[c], pr[c] * sr[c], rmode, sat)
 
 
 @njit(parallel=True, cache=True, error_model="numpy")

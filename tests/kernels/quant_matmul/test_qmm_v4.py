@@ -423,3 +423,61 @@ def test_mxa8w4_random_vs_golden(m, k, n, with_bias, out):
                                bias_dtype=None if bias is None else out)
     same(y, want)
     assert tr.quant_mode == "MxA8W4"
+
+
+# --- fused fast path vs the per-core step kernels (faithful=True) -----------------------------------------------
+
+def _fast_vs_faithful_cases(m, k, n):
+    """case -> (call(**kw), golden(rows)): the golden of the selected output rows (rows are independent)."""
+    rng = np.random.default_rng(m * 7 + k + n)
+    x1, x2 = int8s(rng, (m, k)), int8s(rng, (n, k))
+    g, n1 = -(-k // 128), -(-n // 128)
+    x1s = (rng.uniform(0.001, 0.02, (m, g)) * rng.choice([-1, 1], (m, g))).astype(np.float32)
+    x2s = rng.uniform(0.001, 0.02, (n1, g)).astype(np.float32)
+    bias = rng.normal(0, 50, n).astype(np.float32)
+    gb = lambda soc: (
+        lambda **kw: npu_quant_matmul(x1, x2.T, x2s, pertoken_scale=x1s, bias=bias, output_dtype=BF16,
+                                      group_sizes=GS_GB, soc=soc, **kw),
+        lambda r: golden.perblock_int8(x1[r], x2.T, x1s[r], x2s.T, bias=bias, order="a2" if soc == A2 else "950"))
+    g4 = -(-k // 256)
+    a1, a2 = int4s(rng, (m, k)), int4s(rng, (k, n))
+    a1s = rng.uniform(0.01, 0.1, (m, 1)).astype(np.float32)
+    a2s = rng.uniform(0.01, 0.1, (g4, n)).astype(np.float32)
+    off = rng.uniform(-8, 8, (g4, n)).astype(np.float16)
+    w = int4s(rng, (k, n))
+    words = npu_trans_quant_param(rng.uniform(0.001, 0.05, g4 * n).astype(np.float32)).reshape(g4, n)
+    y_off = rng.uniform(-1, 1, n).astype(np.float32)
+    ms1 = rng.uniform(0.5, 2, (m, 1)).astype(np.float32)
+    return {
+        "gb-a2": gb(A2), "gb-950": gb(A5),
+        "a4w4": (lambda **kw: a4w4(a1, a2, a1s, a2s, off, **kw),
+                 lambda r: golden.a4w4_pergroup_asym(a1[r], a2, a1s[r], a2s, off)),
+        "msd": (lambda **kw: msd(x1, w, words, y_off, ms1, group_sizes=[0, 0, 256], **kw),
+                lambda r: golden.a8w4_msd(x1[r], w, words, y_off, ms1[r])),
+    }
+
+
+@pytest.mark.parametrize("case", ["gb-a2", "gb-950", "a4w4", "msd"])
+def test_fused_equals_faithful_over_group_batches(case, monkeypatch):
+    # The fused kernels apply several k groups per pass (v4.group_batches); with the batch buffer shrunk to three
+    # (m, n) groups, k = 1024 gives G-B 8 blocks of 128 in batches of 3 + 3 + 2, A4W4 4 groups of 256 in 3 + 1
+    # and MSD (2m rows per group) 4 batches of 1. Fast, faithful (per-core step kernels, one group at a time) and
+    # the golden agree bit for bit. (A2 tiling: K a multiple of 1024 and N of 256 for A4W4.)
+    from npu_emu.kernels.quant_matmul import v4
+
+    m, k, n = 24, 1024, 256
+    call, want = _fast_vs_faithful_cases(m, k, n)[case]
+    monkeypatch.setattr(v4, "GROUP_BATCH_BYTES", 3 * m * n * 4)
+    fast = call()
+    same(fast, want(np.arange(m)))
+    same(call(faithful=True), fast)
+
+
+@pytest.mark.parametrize("case", ["gb-a2", "gb-950", "a4w4", "msd"])
+def test_fused_larger_shape_vs_golden_rows(case):
+    # A larger shape with one batch of all groups and several column tiles of the fused kernels (n = 1280: two full
+    # 512-column tiles and a 256-column tail); rows are independent, so the golden runs on a sample of rows only.
+    m, k, n = 256, 2048, 1280
+    rows = np.sort(np.random.default_rng(5).choice(m, 12, replace=False))
+    call, want = _fast_vs_faithful_cases(m, k, n)[case]
+    same(call()[rows], want(rows))
