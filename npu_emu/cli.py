@@ -551,6 +551,17 @@ def main(argv=None):
             print(e.code, file=sys.stderr)
             return 2
         raise
+    except OSError as e:
+        print(f"npu-emu: error: {e.strerror or e} ({e.filename}); check the file and folder arguments",
+              file=sys.stderr)
+        return 2
+    except (ValueError, ZeroDivisionError, IndexError, OverflowError, MemoryError) as e:
+        # option values the per-op handlers do not check one by one (sizes, seeds, shapes) fail in numpy or a
+        # golden: still a usage error, reported as one
+        print(f"npu-emu: error: the options of `{args.command} {getattr(args, 'op', '')}` cannot be used "
+              f"({type(e).__name__}: {e}); see `npu-emu {args.command} {getattr(args, 'op', '')} --help`",
+              file=sys.stderr)
+        return 2
     return 0 if rc is None else int(rc)
 
 

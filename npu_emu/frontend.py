@@ -218,8 +218,10 @@ def as_array(x, name, *, origin=None):
         return _torch_to_numpy(x, name)
     if isinstance(x, (np.ndarray, list, tuple, int, float, np.generic)):
         a = np.asarray(x)
-        # np.ascontiguousarray would turn a 0-d array into shape (1,)
-        return a if a.flags.c_contiguous else a.copy(order="C")
+        if a.flags.c_contiguous:
+            return a
+        check_memory(a.nbytes, f"the contiguous copy of {name} (shape {a.shape})")   # a broadcast view is free
+        return a.copy(order="C")        # (np.ascontiguousarray would turn a 0-d array into shape (1,))
     raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                      f"{name} must be a numpy array or a torch CPU tensor, not {type(x).__name__}")
 
@@ -546,6 +548,8 @@ def write_out(out, result, name="out"):
         return out
     if not isinstance(out, np.ndarray):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name} must be a numpy array or a torch CPU tensor")
+    if not out.flags.writeable:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name} is read-only; pass a writeable array")
     out[...] = result.reshape(out.shape).view(out.dtype) if result.dtype.itemsize == out.dtype.itemsize \
         else result.reshape(out.shape)
     return out

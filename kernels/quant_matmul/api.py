@@ -575,8 +575,12 @@ def npu_quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=No
            "y_offset": ooff if a8w4_int else None, "x2_offset": None if a8w4_int else ooff}
     m, _, _, n = routing.mnk(o1.desc, o2.desc, o1.flipped, o2.flipped) if min(o1.desc.ndim, o2.desc.ndim) >= 2 \
         else (0, 0, 0, 0)
-    batch = np.broadcast_shapes(o1.desc.shape[:-2], o2.desc.shape[:-2]) if min(o1.desc.ndim, o2.desc.ndim) >= 2 \
-        else ()
+    try:
+        batch = np.broadcast_shapes(o1.desc.shape[:-2], o2.desc.shape[:-2]) if min(o1.desc.ndim, o2.desc.ndim) >= 2 \
+            else ()
+    except ValueError:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"npu_quant_matmul: the batch dims of x1 {o1.desc.shape[:-2]} and "
+                                                  f"x2 {o2.desc.shape[:-2]} do not broadcast") from None
     out_desc = TensorDesc(out_name, tuple(batch) + (m, n))
     api = "nz" if isinstance(x2, NzWeight) else 5
     a = _args(api, ops, out_desc, False, False, gs)
