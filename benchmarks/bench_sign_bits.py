@@ -42,6 +42,9 @@ class Unpack:
     def time_npu_emu(self, dtype):
         self.run()
 
+    def time_npu_emu_faithful(self, dtype):
+        kernel.run_unpack(self.x, self.y, self.tr, "910b", validate=False, faithful=True)
+
     def time_npu_emu_validated(self, dtype):
         kernel.run_unpack(self.x, self.y, self.tr, "910b", validate=True)
 

@@ -50,7 +50,7 @@ def _make_trace(op, tr, overruns, notes=()):
 # the computations shared by both front ends (inputs already checked)
 # ---------------------------------------------------------------------------------------------------------------
 
-def _unpack(x, size, out_name, soc, core_num, ub_size, tiling, block_dim, validate):
+def _unpack(x, size, out_name, soc, core_num, ub_size, tiling, block_dim, validate, faithful=False):
     n = x.shape[0]
     out_dtype = np.float16 if out_name == "float16" else np.float32
     if n == 0:
@@ -65,7 +65,7 @@ def _unpack(x, size, out_name, soc, core_num, ub_size, tiling, block_dim, valida
         tr = tiling_mod.unpack_tiling(n, out_name, soc=soc, core_num=core_num, ub_size=ub_size)
         tr = _user_tiling(tiling, tiling_mod.SignBitsUnpackTilingData, tr)
     tr = kernel.with_block_dim(tr, block_dim)
-    overruns = kernel.run_unpack(x, y, tr, family, validate=validate)
+    overruns = kernel.run_unpack(x, y, tr, family, validate=validate, faithful=faithful)
     return y.reshape(size, -1), _make_trace("SignBitsUnpack", tr, overruns)
 
 
@@ -100,12 +100,13 @@ def _switches(nan_bit, denormal_compare):
 # ---------------------------------------------------------------------------------------------------------------
 
 def npu_sign_bits_unpack(x, size, dtype, *, soc=DEFAULT_SOC, core_num=None, ub_size=None, tiling=None,
-                         block_dim=None, validate=True, trace=False):
+                         block_dim=None, validate=True, faithful=False, trace=False):
     """torch_npu.npu_sign_bits_unpack(x, size, dtype): uint8 1-D -> (size, 8N/size) of +-1.0.
 
     dtype: 0 = float32, 1 = float16 (IR codes), or a numpy / torch dtype. Extra keywords: ``soc``, ``core_num``,
     ``ub_size`` (tiling inputs), ``tiling`` (your own SignBitsUnpackTilingData, dict or packed bytes) with
-    ``block_dim``, ``validate`` (check the tiling's coverage, bounds, overlaps and UB use), ``trace``.
+    ``block_dim``, ``validate`` (check the tiling's coverage, bounds, overlaps and UB use), ``faithful`` (run the
+    910B kernel's UB stages tile by tile instead of the fused kernel proven bit-identical to it), ``trace``.
     """
     origin = Origin()
     xa = as_array(x, "x", origin=origin)
@@ -113,7 +114,7 @@ def npu_sign_bits_unpack(x, size, dtype, *, soc=DEFAULT_SOC, core_num=None, ub_s
     out_name = checks.check_unpack_torch(xa, size, dtype)
     soc, core_num, ub_size = _options(soc, core_num, ub_size)
     checks.require_kernel("unpack", soc)
-    y, tr = _unpack(xa, size, out_name, soc, core_num, ub_size, tiling, block_dim, validate)
+    y, tr = _unpack(xa, size, out_name, soc, core_num, ub_size, tiling, block_dim, validate, bool(faithful))
     y = to_user(y, origin)
     return (y, tr) if trace else y
 

@@ -98,6 +98,29 @@ def sign_bits_unpack_f16(block_dim, td, ub_size, x_gm, y_gm):
             DataCopy(y_gm[min(8 * off, y_gm.size):], out_ub, 8 * in_len)
 
 
+@njit(**_KJ)
+def sign_bits_unpack_fused(block_dim, td, ub_size, x_gm, y_gm, p1, m1):
+    """The 910B unpack kernels with the UB staging folded away: the same cores and tiles, each output written once
+    straight from its byte (the faithful form writes every output three times: Duplicate, Select, DataCopy).
+    Covers exactly what the faithful CopyIn copies - whole 32-byte units, cut at the end of x - so the two are
+    bit-identical on every tiling the validator accepts (tests/kernels/sign_bits/test_fused.py)."""
+    tile = td.tileDataNum
+    for block_idx in prange(block_dim):
+        in_start, tile_num, tail = _core_range(td, block_idx)
+        for i in range(tile_num):
+            in_len = tile if i < tile_num - 1 else tail
+            off = in_start + i * tile
+            n = min(in_len - in_len % 32, x_gm.size - off, (y_gm.size - 8 * off) // 8)
+            if n <= 0:
+                continue
+            xv = x_gm[off:off + n]
+            yv = y_gm[8 * off:8 * (off + n)]
+            for j in range(n):
+                b = xv[j]
+                for k in range(8):
+                    yv[8 * j + k] = p1 if (b >> k) & 1 else m1
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # SignBitsPack, 910B
 # ---------------------------------------------------------------------------------------------------------------
@@ -387,14 +410,22 @@ def _overruns(report):
     return [GmOverrun(o.tensor, o.mode, o.start_byte, o.end_byte, o.core) for o in report.overruns]
 
 
-def run_unpack(x, y, tr, family, *, validate=True):
-    """Launch the unpack kernel: x uint8[N], y float32[8N] or float16[8N]. Returns the gm_overrun records."""
+def run_unpack(x, y, tr, family, *, validate=True, faithful=False):
+    """Launch the unpack kernel: x uint8[N], y float32[8N] or float16[8N]. Returns the gm_overrun records.
+    On the 910B the fused kernel runs unless ``faithful``; the 950 kernels are always the faithful ones."""
     f16 = y.dtype == np.float16
     yk = y.view(np.uint16) if f16 else y
     if family == "950":
         kern = sign_bits_unpack_950_f16 if f16 else sign_bits_unpack_950_f32
-    else:
+    elif faithful:
         kern = sign_bits_unpack_f16 if f16 else sign_bits_unpack_f32
+    else:
+        p1, m1 = (F16_P1, F16_M1) if f16 else (F32_P1, F32_M1)
+
+        def kern(block_dim, td, ub_size, x_gm, y_gm):
+            sign_bits_unpack_fused(block_dim, td, ub_size, x_gm, y_gm, p1, m1)
+
+        kern.__name__ = "sign_bits_unpack_fused"
     ap = unpack_access(tr, x.size, y.dtype.itemsize, family)
     report = launch(kern, tr.block_dim, tr.tiling, x, yk, ub_size=tr.ub_size, access=ap, validate=validate)
     return _overruns(report)
