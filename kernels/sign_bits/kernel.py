@@ -103,7 +103,9 @@ def sign_bits_unpack_fused(block_dim, td, ub_size, x_gm, y_gm, p1, m1):
     """The 910B unpack kernels with the UB staging folded away: the same cores and tiles, each output written once
     straight from its byte (the faithful form writes every output three times: Duplicate, Select, DataCopy).
     Covers exactly what the faithful CopyIn copies - whole 32-byte units, cut at the end of x - so the two are
-    bit-identical on every tiling the validator accepts (tests/kernels/sign_bits/test_fused.py)."""
+    bit-identical on every host tiling branch (tests/kernels/sign_bits/test_fused.py). User tilings that the
+    validator misses today (inconsistent tail lengths, tests/reliability/test_known_bugs.py) can differ: the
+    faithful kernel reads stale UB there, this one does not."""
     tile = td.tileDataNum
     for block_idx in prange(block_dim):
         in_start, tile_num, tail = _core_range(td, block_idx)

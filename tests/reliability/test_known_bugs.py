@@ -106,7 +106,7 @@ def test_unpack_910b_odd_tile_is_rejected_by_validation():
     tr = sbt.unpack_tiling(x.size, "float32", core_num=1, ub_size=16384)
     with pytest.raises(AclnnError) as e:
         ops.npu_sign_bits_unpack(x, 1, 0, tiling=dataclasses.replace(tr.tiling, tileDataNum=191),
-                                 block_dim=tr.block_dim)
+                                 block_dim=tr.block_dim, faithful=True)     # the transliterated kernel's UB views
     assert e.value.status == 561002, e.value
 
 
@@ -126,7 +126,7 @@ def test_unpack_910b_short_tail_is_rejected(field, value):
     # tileDataNum 128 on the 5-core tiling: 1399 of 8000 outputs wrong (fuzz finding)
     td = dataclasses.replace(tr.tiling, **{field: tr.tiling.smallTailDataNum - 1 if value is None else value})
     try:
-        y = ops.npu_sign_bits_unpack(x, 1, 0, tiling=td, block_dim=tr.block_dim)
+        y = ops.npu_sign_bits_unpack(x, 1, 0, tiling=td, block_dim=tr.block_dim, faithful=True)
     except AclnnError as e:
         assert e.status == 561002
         return
