@@ -8,8 +8,9 @@ import numpy as np
 from numba import njit, prange
 
 from npu_emu.dtypes import scalar as S
+from npu_emu.jit_options import PARALLEL
 
-_PAR = dict(parallel=True, cache=True, error_model="numpy")
+_PAR = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 
 
 @njit(**_PAR)

@@ -1,6 +1,6 @@
 """Per-core kernel launch and the UB view (CONTRACT.md "Launch model"; spec numba_rules.md §2.3, §3).
 
-A kernel is an ``@njit(parallel=True, cache=True, error_model='numpy')`` function
+A kernel is an ``@njit(parallel=PARALLEL, cache=True, error_model='numpy')`` function (``npu_emu.jit_options``)
 ``kernel(block_dim, td, ub_size, *gm_buffers)`` whose body is ``for block_idx in prange(block_dim):`` - one
 iteration per AI Core / vector core, each with its own UB scratch ``np.empty(ub_size, np.uint8)`` and typed
 LocalTensor views of it from :func:`ub_view`. Cores write disjoint GM ranges (the validator proves it from the

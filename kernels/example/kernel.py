@@ -7,12 +7,13 @@ Each stage is a plain loop here; real ops call the instruction layer (npu_emu.as
 import numpy as np
 from numba import njit, prange
 
+from npu_emu.jit_options import PARALLEL
 from npu_emu.kernels.example.tiling import BLOCK_ELEMS, DTYPE, ub_bytes_per_core
 from npu_emu.launch import ub_view
 from npu_emu.validate import AccessPattern, tile_ranges
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def add_one_kernel(block_dim, td, ub_size, x_gm, y_gm):
     n = x_gm.size
     buffer_num = 2 if td.bufferOpen else 1

@@ -21,6 +21,7 @@ from numba import njit, prange
 
 from npu_emu.ascendc import CAST_NONE, CAST_RINT, DT_FLOAT16, DT_UINT8, Adds, Cast, DataCopy, DataCopyPad, Muls
 from npu_emu.dtypes.scalar import f16_to_f32, f32_to_f16
+from npu_emu.jit_options import PARALLEL
 from npu_emu.kernels.gather_dequant_int8.tiling import BUFFER_NUM, align_up, core_range, ub_offsets
 from npu_emu.launch import launch, ub_view
 from npu_emu.validate import AccessPattern, validate as validate_access
@@ -84,7 +85,7 @@ def _core(block_idx, block_dim, td, ub_size, table_gm, indices_gm, scale_gm, zp_
         DataCopy(y_gm[(start + i) * emb:], out, emb)              # CopyOut
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def gather_dequant_int8_kernel(block_dim, td, ub_size, table_gm, indices_gm, scale_gm, zp_gm, y_gm, ftz):
     """The device kernel ``gather_dequant_int8``; ``ftz`` = the vector unit flushes fp16 subnormals
     (fp16_subnormal="flush"; the device default assumed by the spec is IEEE, ftz False)."""
@@ -92,7 +93,7 @@ def gather_dequant_int8_kernel(block_dim, td, ub_size, table_gm, indices_gm, sca
         _core(np.int64(block_idx), block_dim, td, ub_size, table_gm, indices_gm, scale_gm, zp_gm, y_gm, ftz)
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def gather_dequant_int8_fast(td, table_gm, indices_gm, scale_gm, zp_gm, y_gm, ftz):
     """Fast path: per token, Cast/Adds/Muls on the 256 byte values, then y row = that table at the row's bytes."""
     emb = td.embDim

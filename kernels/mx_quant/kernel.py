@@ -43,6 +43,7 @@ from npu_emu.dtypes.scalar import (
     u32_as_f32,
 )
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
+from npu_emu.jit_options import PARALLEL
 from npu_emu.kernels.mx_quant.tiling import dynamic_ub_bytes, grouped_ub_bytes, unit_ranges
 from npu_emu.launch import launch, ub_view
 from npu_emu.validate import MAX_BLOCK_DIM, MAX_TILES, AccessPattern
@@ -581,7 +582,7 @@ def _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32, lut)
                       scr16, recips, shifts, p, r32, lut)
 
 
-@njit(parallel=True, **_FN)
+@njit(parallel=PARALLEL, **_FN)
 def grouped_dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32, lut):
     """One prange iteration per vector core (GetBlockIdx() = core); cores past usedCoreNum return at once."""
     for core in prange(block_dim):
@@ -822,7 +823,7 @@ def _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32, lut):
         _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, shifts, p, r32, mlb32, lut)
 
 
-@njit(parallel=True, **_FN)
+@njit(parallel=PARALLEL, **_FN)
 def dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32, lut):
     """One prange iteration per core."""
     for core in prange(block_dim):

@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit, prange
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from npu_emu.jit_options import PARALLEL
 
 FLOAT_ACCUM = ("exact", "kchunk", "sequential", "numpy")
 F32_EXACT_INT = 1 << 24          # integers up to 2^24 are exact in float32
@@ -35,7 +36,7 @@ _LIMB_MASK = (1 << _LIMB) - 1
 # integer cube: exact int32 accumulation
 # --------------------------------------------------------------------------------------------------------------
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def _add_f32_to_i32(acc, chunk):
     """acc += int32(chunk); chunk holds exact integers below 2^24, so the conversion is exact."""
     rows, cols = acc.shape
@@ -44,7 +45,7 @@ def _add_f32_to_i32(acc, chunk):
             acc[i, j] += np.int32(chunk[i, j])
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def _f32_to_i32(dst, chunk):
     rows, cols = dst.shape
     for i in prange(rows):
@@ -251,7 +252,7 @@ def fast_sum_f32(vals, n):
     return True, f
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def _combine(parts, bias, out):
     """out[b, i, j] = RN32(sum_p parts[p, b, i, j] + bias[b or 0, j]) exactly (bias: empty if none)."""
     npart, nb, rows, cols = parts.shape
@@ -349,7 +350,7 @@ def exact_matmul_f32(a, b, sig_a, sig_b, bias=None):
     return out.reshape(shape)
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def _sequential(a, b, bias, out):
     """acc = bias (or the first product); acc = f32(acc + f32(a*b)) for k = 0, 1, ... (float32 operands)."""
     nb, rows, kk = a.shape

@@ -24,6 +24,7 @@ from numba import njit, prange
 from npu_emu.ascendc.constants import DT_AUTO
 from npu_emu.ascendc.mmad import Mmad
 from npu_emu.dtypes import scalar
+from npu_emu.jit_options import PARALLEL
 from npu_emu.kernels.quant_matmul.tiling import block_coords
 from npu_emu.launch import ub_view
 from npu_emu.validate import AccessPattern
@@ -192,7 +193,7 @@ def _epilogue_block(blk, m, n, ub_m, ub_n, acc_i32, acc_f32, s2, s1, bias_i, bia
                         y8[dst + j] = out_ub[u0 + j]
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def qbmm_epilogue_kernel(block_dim, td, ub_size, acc_i32, acc_f32, s2, s1, bias_i, bias_f, off9, cfg, y8):
     """Dequantise the L0C results block by block.
 
@@ -217,7 +218,7 @@ def qbmm_epilogue_kernel(block_dim, td, ub_size, acc_i32, acc_f32, s2, s1, bias_
             idx += block_dim
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def qbmm_perblock_kernel(block_dim, td, ub_size, part, x1s, x2s, acc, cfg):
     """One k-block j of the 950 per-block epilogue (block_epilogue_pertile.h, spec §7.4):
     s = f32(x1s[b, i // gsM, j] * x2s[b, j, c // gsN]); p = f32(part * s); acc = p if j == 0 else f32(p + acc).
@@ -284,7 +285,7 @@ def _cube_block(blk, m, n, k, base_k, a, b, acc, l0a, l0b, l0c, l0a_nz):
             acc[dst + j] = l0c[(j // 16) * m1 * 256 + i * 16 + j % 16]
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def qbmm_cube_faithful_kernel(block_dim, td, ub_size, a, b, acc, cfg):
     """The integer cube of every base block through the instruction layer's Mmad (npu_emu.ascendc.mmad).
 

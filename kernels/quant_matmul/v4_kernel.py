@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit, prange
 
 from npu_emu.dtypes import scalar
+from npu_emu.jit_options import PARALLEL
 from npu_emu.kernels.quant_matmul.kernel import _block, _cdiv, _geometry
 
 # cfg of perblock_step_kernel
@@ -35,7 +36,7 @@ PB_J, PB_G, PB_BIAS_FIRST, PB_LEN = 0, 1, 2, 3
 MSD_RMODE, MSD_SAT, MSD_LEN = 0, 1, 2
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def perblock_step_kernel(block_dim, td, ub_size, part, x1s, x2s, bias, acc, cfg):
     """k block j: s = f32(x1s[row, j]·x2s[j, col]); p = f32(part·s); acc = f32(p + acc).
 
@@ -74,7 +75,7 @@ def perblock_step_kernel(block_dim, td, ub_size, part, x1s, x2s, bias, acc, cfg)
             idx += block_dim
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def a4w4_group_kernel(block_dim, td, ub_size, part, rowsum, x2off, x2s, acc, cfg):
     """k group g: off = f32(x2Offset·rowsum); t = f32(mm − off); t = f32(x2Scale·t); acc = f32(t + acc).
 
@@ -106,7 +107,7 @@ def a4w4_group_kernel(block_dim, td, ub_size, part, rowsum, x2off, x2s, acc, cfg
 FUSED_COLS = 512      # columns of one fused-kernel tile: a row chunk of acc (2 KiB) stays in L1 across the groups
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def perblock_fused_kernel(parts, j0, x1s, x2s, bias, bias_first, acc):
     """perblock_step_kernel for k blocks j0 .. j0 + gb - 1 in one pass: parts (gb, M, N); x1s (M, G); x2s (G, N);
     bias (N,) or empty; acc (M, N), set at block 0 (the bias / 0.0 start value on A2/A3, p_0 on 950).
@@ -135,7 +136,7 @@ def perblock_fused_kernel(parts, j0, x1s, x2s, bias, bias_first, acc):
                     ar[c] = pr[c] * (s_a * xr[c]) + ar[c]
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def a4w4_fused_kernel(parts, j0, rowsum, x2off, x2s, acc):
     """a4w4_group_kernel for k groups j0 .. j0 + gb - 1 in one pass: parts (gb, M, N); rowsum (G, M); x2off and
     x2s (G, N); acc (M, N), zeroed by the host before group 0 (the kernel's Duplicate)."""
@@ -167,7 +168,7 @@ def _fixpipe_f16_add(ws_val, v, rmode, sat):
     return scalar.f32_to_f16(scalar.f16_to_f32(ws_val) + scalar.f16_to_f32(h), scalar.CAST_RINT, False)
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def msd_group_kernel(block_dim, td, ub_size, part, s2, ws, cfg):
     """k group g of the 2m-row hi/lo matrix: ws = fp16(ws + fp16(f32(part·t19(x2Scale[g, n])))).
 
@@ -196,7 +197,7 @@ def msd_group_kernel(block_dim, td, ub_size, part, s2, ws, cfg):
             idx += block_dim
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def msd_fused_kernel(parts, j0, s2, ws, cfg):
     """msd_group_kernel for k groups j0 .. j0 + gb - 1 in one pass: parts (gb, 2M, N); s2 (G, N); ws (2M, N) fp16
     bits (zeroed before group 0)."""
@@ -220,7 +221,7 @@ def msd_fused_kernel(parts, j0, s2, ws, cfg):
                     wr[c] = _fixpipe_f16_add(wr[c], pr[c] * sr[c], rmode, sat)
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def msd_combine_kernel(block_dim, td, ub_size, ws, y_offset, y):
     """Per token t: y[t, n] = f32(f32(f32(16·H) + L) + yOffset[n]), H = ws row 2t, L = ws row 2t + 1.
 
@@ -264,7 +265,7 @@ def _tcg_weight(code, scale_bits, scale_f16, rmode, sat, fp8_sat):
     return scalar.encode_e4m3fn(w2, fp8_sat, True)
 
 
-@njit(parallel=True, cache=True, error_model="numpy")
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def tcg_weight_kernel(block_dim, td, ub_size, codes, scale_bits, w3, cfg):
     """The T-CG weight prologue (AntiquantW4Pergroup32NK / ...KN on the AIVs): every core converts the columns
     of its n blocks (block j -> core j % blockDim) over all of k, group by group of 32.

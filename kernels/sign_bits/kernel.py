@@ -30,10 +30,11 @@ from npu_emu.ascendc.datacopy import DataCopy, DataCopyPad
 from npu_emu.ascendc.vector import Duplicate, Or
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.frontend import GmOverrun
+from npu_emu.jit_options import PARALLEL
 from npu_emu.launch import launch, ub_view
 from npu_emu.validate import AccessPattern, tile_ranges
 
-_KJ = dict(parallel=True, cache=True, error_model="numpy")
+_KJ = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 
 F32_P1 = np.float32(1.0)
 F32_M1 = np.float32(-1.0)

@@ -20,6 +20,7 @@ from numba import njit, prange
 
 from npu_emu.dtypes.scalar import CAST_RINT, f32_to_f16, f64_to_f32_odd, round_to_integral, u32_as_f32
 from npu_emu.dtypes.scalar import _rne_mag  # the RNE rule of f32_to_f16, without its NaN / Inf / overflow cases
+from npu_emu.jit_options import PARALLEL
 
 # The data_copy_deq switches as plain ints, resolved once in Python (npu_emu.ascendc.deq.resolve_switches).
 DeqSwitches = namedtuple("DeqSwitches", [
@@ -315,7 +316,7 @@ def deqs16_row(acc, out, base, shift, relu):
 # or float64: the datapath), shift (MCB path) and off [N]; out uint8 (int8/uint8 bits) / uint16 (half bits) /
 # int16 [R*N]. mcb, signed and relu are uniform over the call (checked by the caller).
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=PARALLEL, **_JIT)
 def deq8_matrix(acc, out, m, shift, off, mcb, signed, relu, sw):
     """DEQ8 / VDEQ8 with any switches."""
     n = m.size
@@ -323,7 +324,7 @@ def deq8_matrix(acc, out, m, shift, off, mcb, signed, relu, sw):
         deq8_row(acc, out, r * n, m, shift, off, mcb, signed, relu, sw)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=PARALLEL, **_JIT)
 def deq16_matrix(acc, out, m, shift, mcb, relu, sw):
     """DEQ16 / VDEQ16 with any switches."""
     n = m.size
@@ -335,7 +336,7 @@ def deq16_matrix(acc, out, m, shift, mcb, relu, sw):
 # loop, so that LLVM drops every branch of the element pipeline and vectorises it (8 lanes of AVX2); DEQ16 also
 # drops the half encoder's NaN / Inf / overflow cases, which the defaults never reach (deq16_default_element).
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=PARALLEL, **_JIT)
 def deq8_matrix_default(acc, out, m, shift, off, mcb, signed, relu):
     n = m.size
     for r in prange(acc.size // n):
@@ -350,7 +351,7 @@ def deq8_matrix_default(acc, out, m, shift, off, mcb, signed, relu):
             deq8_row(acc, out, r * n, m, shift, off, False, signed, False, DEFAULT_SWITCHES)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=PARALLEL, **_JIT)
 def deq16_matrix_default(acc, out, m, shift, mcb, relu):
     n = m.size
     for r in prange(acc.size // n):
@@ -365,7 +366,7 @@ def deq16_matrix_default(acc, out, m, shift, mcb, relu):
             deq16_default_row(acc, out, r * n, m, shift, False, False)
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=PARALLEL, **_JIT)
 def deqs16_matrix(acc, out, shift, relu):
     """DEQS16 / VDEQS16 (no switch applies); shift = N + 1 per column."""
     n = shift.size
