@@ -151,6 +151,10 @@ def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validat
         # An exception raised inside a prange body surfaces as SystemError with the real error as its cause.
         if exc.__cause__ is None:
             raise
-        raise AclnnError(ACLNN_ERR_INNER, f"kernel {getattr(kernel, '__name__', kernel)!s} failed: "
-                                          f"{exc.__cause__}") from exc.__cause__
-    return report
+        cause = exc.__cause__
+    except IndexError as exc:
+        # Serial kernels (NPU_EMU_SERIAL_KERNELS=1, the bounds-checked run) raise the kernel's own error.
+        cause = exc
+    else:
+        return report
+    raise AclnnError(ACLNN_ERR_INNER, f"kernel {getattr(kernel, '__name__', kernel)!s} failed: {cause}") from cause
