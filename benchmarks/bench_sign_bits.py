@@ -1,13 +1,17 @@
 """SignBitsUnpack / SignBitsPack at 1-bit-Adam sizes (spec sign_bits.md §7, numba_rules.md §5.3).
 
 Baselines in the same run: the np.unpackbits golden and the best numpy (np.take on a 256 x 8 lookup table) for
-unpack; np.packbits of the comparison for pack. Trackers are lower-is-better ratios (asv's convention).
+unpack, and a plain parallel njit fill of the same output bytes (the host's measured write bandwidth: the issue's
+goal is unpack >= 50 % of it on 2 threads); np.packbits of the comparison for pack. Trackers are lower-is-better
+ratios (asv's convention), except track_write_bandwidth_percent_of_fill, the goal's own number.
 """
 
 import numba
 import numpy as np
+from numba import njit, prange
 
 from npu_emu.goldens import sign_bits as golden
+from npu_emu.jit_options import PARALLEL
 from npu_emu.kernels.sign_bits import kernel, tiling
 
 from .common import best_seconds, device_roofline_seconds, host_roofline_seconds
@@ -19,6 +23,16 @@ PACK_ELEMS = 512 << 20                   # 512 Mi float32 (2 GiB)
 
 def _best(fn, repeat=3):
     return best_seconds(fn, repeat)
+
+
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
+def _fill(y, value):
+    """The host's write-bandwidth baseline: a plain store loop over two halves of y (one per thread on 2 threads;
+    both on one thread when numba runs 1). Nothing is read, so it is the best a write-bound kernel can do here.
+    A slice store, not an element loop: the loop ran 1.5-1.9x slower on the reference box (2026-11-30)."""
+    n = y.size
+    for c in prange(2):
+        y[c * n // 2:(c + 1) * n // 2] = value
 
 
 class Unpack:
@@ -34,13 +48,23 @@ class Unpack:
         sign = np.where(np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little"), 1, -1)
         self.lut = sign.astype(self.y.dtype)
         self.dtype = dtype
+        # the fill writes the same bytes as unpack into the same preallocated output (its bits, numba has no half)
+        self.y_bits = self.y.view(np.uint16 if dtype == "float16" else np.uint32)
+        self.fill_value = self.y_bits.dtype.type(0x3C00 if dtype == "float16" else 0x3F800000)
         self.run()                                     # compile / load from the numba cache outside the timing
+        self.fill()
 
     def run(self):
         kernel.run_unpack(self.x, self.y, self.tr, "910b", validate=False)
 
+    def fill(self):
+        _fill(self.y_bits, self.fill_value)
+
     def time_npu_emu(self, dtype):
         self.run()
+
+    def time_fill_baseline(self, dtype):
+        self.fill()
 
     def time_npu_emu_faithful(self, dtype):
         kernel.run_unpack(self.x, self.y, self.tr, "910b", validate=False, faithful=True)
@@ -66,9 +90,30 @@ class Unpack:
     track_emulator_over_host_roofline.unit = "x host roofline"
 
     def track_write_bandwidth_fraction_inverse(self, dtype):
-        # 1 / (fraction of the host's write bandwidth); 2 means 50 %.
+        # 1 / (fraction of the planning write bandwidth); 2 means 50 %.
         return _best(self.run) / (self.y.nbytes / (HOST_WRITE_BPS_PER_THREAD * numba.get_num_threads()))
     track_write_bandwidth_fraction_inverse.unit = "x host write roofline"
+
+    def _unpack_and_fill_seconds(self):
+        # interleaved, best of 5 each, in this process: both see the same machine load and the same threads
+        t_run, t_fill = [], []
+        for _ in range(5):
+            t_run.append(_best(self.run, 1))
+            t_fill.append(_best(self.fill, 1))
+        return min(t_run), min(t_fill)
+
+    def track_write_bandwidth_percent_of_fill(self, dtype):
+        # The issue's goal, "unpack >= 50 % of the host's write bandwidth on 2 threads", against the measured
+        # fill of the same bytes (not the planning figure). The one higher-is-better tracker of this file: asv
+        # reports a drop of this number as an improvement; track_time_over_fill is the same ratio the asv way.
+        t_run, t_fill = self._unpack_and_fill_seconds()
+        return 100.0 * t_fill / t_run
+    track_write_bandwidth_percent_of_fill.unit = "% of measured fill bandwidth (higher is better)"
+
+    def track_time_over_fill(self, dtype):
+        t_run, t_fill = self._unpack_and_fill_seconds()
+        return t_run / t_fill                          # 2.0 = 50 % of the fill bandwidth
+    track_time_over_fill.unit = "x fill time"
 
     def track_emulator_over_910b2(self, dtype):
         return _best(self.run) / device_roofline_seconds(self._bytes(), "910B2")

@@ -114,7 +114,9 @@ def pack_tiling(n, in_dtype, *, soc="ascend910b2", core_num=None, ub_size=None):
     """SignBitsPack 910B host tiling for ``n`` input elements of "float32"/"float16"."""
     if n <= 0:
         raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR, "the tiling needs at least one input element")
-    plat, cores, ub = _platform_numbers(soc, core_num, ub_size)   # the pack tiling fetches UB but never uses it
+    # hicann/ops-math: experimental/math/sign_bits_pack/op_host/sign_bits_pack_tiling.cpp fetches the UB size but
+    # never uses it for the tile size (checked 2026-11-30); see the note below
+    plat, cores, ub = _platform_numbers(soc, core_num, ub_size)
     type_len = 2 if in_dtype == "float16" else 4
     epb = PACK_GM_ALIGN // type_len
     aligned = _ceil_div(n, epb) * epb
@@ -149,7 +151,14 @@ def pack_tiling(n, in_dtype, *, soc="ascend910b2", core_num=None, ub_size=None):
         smallCoreDataNum=small, bigCoreDataNum=big, finalBigTileNum=final_big, finalSmallTileNum=final_small,
         tileDataNum=tile, smallTailDataNum=small_tail, bigTailDataNum=big_tail, tailBlockNum=tail_block_num,
         usedDb=used_db, lastCopyLength=real_last, rightPaddingElemNums=right_pad, lastCalcLength=last_calc)
-    return TilingResult(td, core_cnt, 0, _system_workspace(plat), ub, cores, plat.name)
+    notes = ()
+    need = buffer_num * tile * type_len + buffer_num * tile // 4      # input + output buffers (spec §3.4)
+    if need > ub:
+        # CANN only checks ubSize != 0 (GetPlatformInfo); the launch's UB check then refuses this tiling (561002).
+        notes = (f"the 910B SignBitsPack host tiling does not size its tiles by the UB (CANN fetches ubSize and "
+                 f"only checks it is non-zero); this tiling needs {need} B of UB per core but ub_size={ub}, so a "
+                 f"launch is refused with 561002 (the device would overrun its UB)",)
+    return TilingResult(td, core_cnt, 0, _system_workspace(plat), ub, cores, plat.name, notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------------------------

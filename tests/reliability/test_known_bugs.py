@@ -68,12 +68,9 @@ def test_grouped_mx_aclnn_empty_x_writes_mxscale():
     assert np.array_equal(s, want), (s.ravel(), want.ravel())
 
 
-@_xfail("(kernels/sign_bits 910B pack, user tiling): lastCalcLength one below the host's (13119 instead of "
-        "13120, core_num=2, 100000 floats) passes validation; the last tile packs fewer elements than it copies "
-        "out, so the last 4 output bytes are UB garbage (got 0xf2, golden 0x8b at byte 12496) and no error is "
-        "raised. Validation should require lastCalcLength >= lastCopyLength rounded to whole bytes (a 561002 "
-        "naming core and tile); likewise lastCopyLength=0 leaves the last output byte unwritten (np.empty garbage) without an "
-        "'unwritten' report", AssertionError)
+# fixed: the 910B pack checks the last tile of the last core (kernel.pack_tiling_problems): a lastCalcLength
+# that is not a whole number of CompareScalar repeats, or a lastCopyLength short of the rest of x, is a 561002
+# naming that core and tile
 @pytest.mark.parametrize("field", ["lastCalcLength", "lastCopyLength"])
 def test_pack_910b_short_last_tile_is_rejected(field):
     import dataclasses
@@ -93,10 +90,8 @@ def test_pack_910b_short_last_tile_is_rejected(field):
     assert np.array_equal(y, golden.sign_bits_pack(x, 1)), "wrong bits returned without an error"
 
 
-@_xfail("(kernels/sign_bits 910B unpack, user tiling; npu_emu/launch.py ub_view): tileDataNum=191 (odd) on the "
-        "host tiling of 1000 bytes, core_num=1, ub_size=16384 passes validation; the kernel then dies in ub_view "
-        "('bytes [382, 6494) with element size 4 do not fit ... at a multiple of the element size'), wrapped as "
-        "561000 'kernel ... failed' instead of a 561002 naming the misaligned UB buffer", AssertionError)
+# fixed: tileDataNum must be a positive multiple of 32 bytes (DataCopy granularity, aligned UB buffers):
+# kernel.unpack_tiling_problems refuses 191 with 561002 before the kernel builds its UB views
 def test_unpack_910b_odd_tile_is_rejected_by_validation():
     import dataclasses
 
@@ -110,10 +105,8 @@ def test_unpack_910b_odd_tile_is_rejected_by_validation():
     assert e.value.status == 561002, e.value
 
 
-@_xfail("(kernels/sign_bits 910B unpack, user tiling): smallTailDataNum one below the host's (63 instead of 64; "
-        "1000 bytes, core_num=1, ub_size=16384) passes validation and 37 of the last outputs come back wrong "
-        "(-1.0 instead of +1.0) with no error; the access pattern should report the unwritten / short range",
-        AssertionError)
+# fixed: a tail that is not a multiple of 32 bytes (DataCopy would leave stale UB) or longer than tileDataNum
+# (its outputs would overwrite the input buffer) is a 561002 naming the core and tile
 @pytest.mark.parametrize("field,value", [("smallTailDataNum", None), ("tileDataNum", 128)])
 def test_unpack_910b_short_tail_is_rejected(field, value):
     import dataclasses

@@ -174,6 +174,11 @@ _CHILD = textwrap.dedent("""
             y = npu_sign_bits_pack(xf, 1, soc="ascend950pr", block_dim=tr.block_dim,
                                    tiling=dataclasses.replace(tr.tiling, slotsPerTile=0))
             ok = np.array_equal(y, g.sign_bits_pack(xf, 1, soc="ascend950pr"))
+        elif case.startswith("unpack950_ubFactor"):
+            tr = T.unpack_tiling_950(x8.size, "float32", core_num=4)
+            y = npu_sign_bits_unpack(x8, 1, 0, soc="ascend950pr", block_dim=tr.block_dim,
+                                     tiling=dataclasses.replace(tr.tiling, ubFactor=int(case[18:])))
+            ok = np.array_equal(y, g.sign_bits_unpack(x8, 1))
         elif case == "pack950_totalNum_short":
             tr = T.pack_tiling_950(xf.size, "float32", core_num=4)
             y = npu_sign_bits_pack(xf, 1, soc="ascend950pr", block_dim=tr.block_dim,
@@ -217,25 +222,46 @@ def _child(case, timeout=120):
     return line[-1] if line else f"crash rc={p.returncode}: {p.stderr[-500:]}"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (kernels/sign_bits, 950 pack): slotsPerTile=0 in user tiling data "
-                                       "passes validation and the kernel loops forever (k = min(0, ...) never "
-                                       "advances); should be 561002")
-def test_pack_950_zero_tile_is_rejected_not_a_hang():
-    assert _child("pack950_slotsPerTile0", timeout=20) == "RESULT aclnn 561002"
+# fixed: a zero loop step (950 pack slotsPerTile=0, 950 unpack ubFactor < 8) is refused by the access pattern
+# before the kernel runs (it used to loop forever)
+@pytest.mark.parametrize("case", ["pack950_slotsPerTile0", "unpack950_ubFactor0", "unpack950_ubFactor7"])
+def test_950_zero_step_is_rejected_not_a_hang(case):
+    assert _child(case, timeout=60) == "RESULT aclnn 561002"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (kernels/sign_bits, 950): the access patterns use the input length, "
-                                       "the kernels td.totalNum; a smaller totalNum leaves output bytes unwritten "
-                                       "(np.empty garbage returned) without an error")
+# fixed: the 950 access patterns follow totalNum (what the kernels loop over), not the input length, so a short
+# totalNum leaves a range of y that the validator reports unwritten
 @pytest.mark.parametrize("case", ["pack950_totalNum_short", "unpack950_totalNum_short"])
 def test_950_short_totalNum_is_rejected(case):
     assert _child(case) == "RESULT aclnn 561002"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (kernels/sign_bits, 910B pack access pattern): a last tile whose "
-                                       "lastCopyLength/lastCalcLength exceed tileDataNum passes validation (the "
-                                       "UB record counts tileDataNum only); the device overruns its UB tile buffer, "
-                                       "the emulator silently truncates the copy and returns wrong bits")
+@pytest.mark.parametrize("op", ["pack", "unpack"])
+def test_950_short_totalNum_message(op):
+    if op == "pack":
+        tr = sbt.pack_tiling_950(X_F32.size, "float32", core_num=4)
+        call = _pack(dataclasses.replace(tr.tiling, totalNum=10), tr.block_dim, "ascend950pr")
+    else:
+        tr = sbt.unpack_tiling_950(X_U8.size, "float32", core_num=4)
+        call = _unpack(dataclasses.replace(tr.tiling, totalNum=500), tr.block_dim, "ascend950pr")
+    msg = _rejected(call, "unwritten", "y")
+    assert RANGE.search(msg)
+
+
+@pytest.mark.parametrize("op", ["pack", "unpack"])
+def test_950_long_totalNum_is_out_of_bounds(op):
+    if op == "pack":
+        tr = sbt.pack_tiling_950(X_F32.size, "float32", core_num=4)
+        call = _pack(dataclasses.replace(tr.tiling, totalNum=X_F32.size + 300), tr.block_dim, "ascend950pr")
+    else:
+        tr = sbt.unpack_tiling_950(X_U8.size, "float32", core_num=4)
+        call = _unpack(dataclasses.replace(tr.tiling, totalNum=X_U8.size + 16), tr.block_dim, "ascend950pr")
+    msg = _rejected(call, "out of bounds", "core", "tile")
+    assert RANGE.search(msg)
+
+
+# fixed: the last tile of the last core must fit the tile buffer (lastCopyLength padded to 32 bytes and
+# lastCalcLength <= tileDataNum): kernel.pack_tiling_problems
 def test_pack_910b_last_tile_longer_than_tile_is_rejected():
     assert _child("pack910b_last_tile_longer_than_tile") == "RESULT aclnn 561002"
 
@@ -325,8 +351,8 @@ def test_qmm_ub_overflow():
 
 
 NOT_EXPRESSIBLE = {
-    "SignBits 950 unpack / pack": "overlap and out-of-bounds: core c covers [c * blockFactor, min(next, N)), "
-                                  "contiguous and clipped to N by construction",
+    "SignBits 950 unpack / pack": "overlap: core c covers [c * blockFactor, min(next, totalNum)), contiguous by "
+                                  "construction (out of bounds only through totalNum > N, tested above)",
     "GroupedDynamicMxQuant": "overlap: tile j of a row starts at j * blockRowSize and is at most blockRowSize wide",
     "QuantBatchMatmul": "overlap: base blocks are disjoint by construction (baseM x baseN grid)",
 }
@@ -349,10 +375,6 @@ def _perturb(data, td, skip=()):
     return td
 
 
-# slotsPerTile / ubFactor near 0 hang the 950 kernels (xfail above): kept out of the in-process fuzz
-_HANG_FIELDS = ("slotsPerTile", "ubFactor")
-
-
 def _fuzz_sign_bits_tiling(data):
     faulthandler.dump_traceback_later(300, exit=True)        # a hang fails loudly instead of blocking CI
     try:
@@ -365,22 +387,8 @@ def _fuzz_sign_bits_tiling(data):
         else:
             host = (sbt.pack_tiling_950 if soc == "ascend950pr" else sbt.pack_tiling)(X_F32.size, "float32",
                                                                                        core_num=core_num)
-        td = _perturb(data, host.tiling, skip=_HANG_FIELDS if soc == "ascend950pr" else ())
-        if soc == "ascend950pr" and op == "pack" and td.totalNum < X_F32.size:
-            td = dataclasses.replace(td, totalNum=X_F32.size)          # known bug, xfail above
-        if soc == "ascend950pr" and op == "unpack" and td.totalNum < X_U8.size:
-            td = dataclasses.replace(td, totalNum=X_U8.size)
-        if soc == "ascend910b2" and op == "pack" and max(td.lastCopyLength, td.lastCalcLength) > td.tileDataNum:
-            td = dataclasses.replace(td, tileDataNum=host.tiling.tileDataNum, lastCopyLength=host.tiling.lastCopyLength,
-                                     lastCalcLength=host.tiling.lastCalcLength)        # known bug, xfail above
-        if soc == "ascend910b2" and op == "unpack" and td.tileDataNum % 8:
-            td = dataclasses.replace(td, tileDataNum=host.tiling.tileDataNum)       # known bug: test_known_bugs
-        if soc == "ascend910b2":
-            # known bug (test_known_bugs.py): shortened tail / last-tile lengths of the 910B tilings pass validation
-            # and return wrong or unwritten bytes; restored here so the fuzz exercises everything else
-            tails = ("smallTailDataNum", "bigTailDataNum", "lastCopyLength", "lastCalcLength")
-            td = dataclasses.replace(td, **{f: getattr(host.tiling, f) for f in tails
-                                            if f in td.fields() and getattr(td, f) < getattr(host.tiling, f)})
+        # every field, zero loop steps included: they are refused with 561002 before a kernel runs
+        td = _perturb(data, host.tiling)
         block_dim = data.draw(st.sampled_from([host.block_dim, host.block_dim + 1, max(host.block_dim - 1, 1)]), "bd")
         entry = f"npu_sign_bits_{op}(tiling=)"
         if op == "unpack":
@@ -390,11 +398,6 @@ def _fuzz_sign_bits_tiling(data):
             outcome = H.call_entry(entry, _pack(td, block_dim, soc))
             want = sb_golden.sign_bits_pack(X_F32, 1, soc=soc) if outcome[0] == "ok" else None
         if want is not None:
-            if soc == "ascend910b2" and not H.KNOWN_BUGS and not np.array_equal(H.bits(outcome[1]), H.bits(want)):
-                # known bug (test_known_bugs.py test_*_910b_*): the 910B access patterns do not follow the tile
-                # length fields, so inconsistent ones pass validation and return wrong bytes
-                H.OUTCOMES[(entry, "known bug: 910B wrong bits accepted")] += 1
-                return
             H.same_bits(outcome[1], want, f"{op} with user tiling")
     finally:
         faulthandler.cancel_dump_traceback_later()
