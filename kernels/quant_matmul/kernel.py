@@ -42,14 +42,17 @@ def _cdiv(a, b):
     return (a + b - 1) // b
 
 
-@njit(inline="always", cache=True, error_model="numpy")
-def _geometry(td):
-    """The tiling fields the block walk needs, as plain ints (numba's parfor bodies cannot take the nested
-    tiling namedtuple itself)."""
+@njit(cache=True, error_model="numpy")
+def _walk(td):
+    """(geo, total): the block walk every per-core kernel shares. Core c takes blocks c, c + blockDim, ... below
+    ``total`` (all batches), in tiling.block_coords order; ``_block(geo, idx)`` gives block idx's rectangle.
+    ``geo`` holds the tiling fields as plain ints (numba's parfor bodies cannot take the nested tiling namedtuple).
+    Not an IR inline: numba's parfor array analysis fails on the nested tuple an inlined version returns."""
     cube = td.matmulTiling
     l2 = td.tileL2cacheTiling
-    return (cube.M, cube.N, cube.baseM, cube.baseN, l2.mTileCntL2, l2.nTileCntL2, l2.mTileBlock, l2.nTileBlock,
-            l2.calOrder)
+    geo = (cube.M, cube.N, cube.baseM, cube.baseN, l2.mTileCntL2, l2.nTileCntL2, l2.mTileBlock, l2.nTileBlock,
+           l2.calOrder)
+    return geo, td.params.batchC * _cdiv(cube.M, cube.baseM) * _cdiv(cube.N, cube.baseN)
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -202,20 +205,16 @@ def qbmm_epilogue_kernel(block_dim, td, ub_size, acc_i32, acc_f32, s2, s1, bias_
     added to the int32 L0C value), bias_f (float32, added after the scales), off9 (int9 offset for int8 out):
     each may be empty. cfg: see CFG_*. y8: the output bytes.
     """
-    cube = td.matmulTiling
-    m = cube.M
-    n = cube.N
-    total = td.params.batchC * _cdiv(m, cube.baseM) * _cdiv(n, cube.baseN)
-    geo = _geometry(td)
+    m = td.matmulTiling.M
+    n = td.matmulTiling.N
+    geo, total = _walk(td)
     ub_m = td.params.ubCalcM
     ub_n = td.params.ubCalcN
     for core in prange(block_dim):
         ub = np.empty(ub_size, np.uint8)
-        idx = np.int64(core)  # the prange index may be unsigned; keep block arithmetic in int64
-        while idx < total:
+        for idx in range(np.int64(core), total, block_dim):   # int64: the prange index may be unsigned
             _epilogue_block(_block(geo, idx), m, n, ub_m, ub_n, acc_i32, acc_f32, s2, s1, bias_i, bias_f, off9,
                             cfg, y8, ub)
-            idx += block_dim
 
 
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
@@ -226,20 +225,17 @@ def qbmm_perblock_kernel(block_dim, td, ub_size, part, x1s, x2s, acc, cfg):
     part: the fp32 block dot products of k-block j, flat (B, M, N); x1s flat (B, M1, G); x2s flat (B, G, N1).
     cfg: [j, gsM, gsN, G, M1, N1].
     """
-    cube = td.matmulTiling
-    m = cube.M
-    n = cube.N
+    m = td.matmulTiling.M
+    n = td.matmulTiling.N
     j = cfg[0]
     gs_m = cfg[1]
     gs_n = cfg[2]
     g = cfg[3]
     m1 = cfg[4]
     n1 = cfg[5]
-    total = td.params.batchC * _cdiv(m, cube.baseM) * _cdiv(n, cube.baseN)
-    geo = _geometry(td)
+    geo, total = _walk(td)
     for core in prange(block_dim):
-        idx = np.int64(core)  # the prange index may be unsigned; keep block arithmetic in int64
-        while idx < total:
+        for idx in range(np.int64(core), total, block_dim):
             b, r0, rows, c0, cols = _block(geo, idx)
             for i in range(rows):
                 row = r0 + i
@@ -249,7 +245,6 @@ def qbmm_perblock_kernel(block_dim, td, ub_size, part, x1s, x2s, acc, cfg):
                     s = s_a * x2s[(b * g + j) * n1 + c // gs_n]
                     p = part[base + c] * s
                     acc[base + c] = p if j == 0 else p + acc[base + c]
-            idx += block_dim
 
 
 @njit(cache=True, error_model="numpy")
@@ -297,8 +292,7 @@ def qbmm_cube_faithful_kernel(block_dim, td, ub_size, a, b, acc, cfg):
     n = cube.N
     k = cube.Ka
     bk = cube.baseK
-    total = td.params.batchC * _cdiv(m, cube.baseM) * _cdiv(n, cube.baseN)
-    geo = _geometry(td)
+    geo, total = _walk(td)
     a_size = _cdiv(cube.baseM, 16) * 16 * _cdiv(bk, 32) * 32
     b_size = _cdiv(bk, 32) * 32 * _cdiv(cube.baseN, 16) * 16
     c_size = _cdiv(cube.baseM, 16) * _cdiv(cube.baseN, 16) * 256
@@ -307,10 +301,8 @@ def qbmm_cube_faithful_kernel(block_dim, td, ub_size, a, b, acc, cfg):
         l0a = np.zeros(a_size, np.int8)
         l0b = np.zeros(b_size, np.int8)
         l0c = np.zeros(c_size, np.int32)
-        idx = np.int64(core)  # the prange index may be unsigned; keep block arithmetic in int64
-        while idx < total:
+        for idx in range(np.int64(core), total, block_dim):
             _cube_block(_block(geo, idx), m, n, k, bk, a, b, acc, l0a, l0b, l0c, l0a_nz)
-            idx += block_dim
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -188,8 +188,11 @@ def int_values(op):
     if op.dtype in ("int4", "int32"):
         if packing("int4", d) == 1:
             return d.astype(np.int8)                      # ml_dtypes.int4: one value per byte
-        c = nibbles(d, "low_first").astype(np.int8)
-        return np.where(c >= 8, c - 16, c).astype(np.int8)
+        b = np.ascontiguousarray(d).view(np.int8).reshape(d.shape[:-1] + (-1,))
+        out = np.empty(b.shape[:-1] + (2 * b.shape[-1],), np.int8)
+        np.right_shift(np.left_shift(b, 4), 4, out=out[..., 0::2])   # int8 shifts sign-extend the nibble
+        np.right_shift(b, 4, out=out[..., 1::2])
+        return out
     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.name}: {op.dtype} is not an integer matmul input")
 
 

@@ -229,8 +229,6 @@ def check(x, sparse_weight, index, x_scale, sparse_weight_scale, bias, out_dtype
     if view is not None and len(view) != 2:
         raise _bad(f"sparseWeight's view must be 2-D (n, k/2), got {view}")
     # shapes
-    if xa.size == 0 or sw.size == 0 or n == 0:
-        raise _bad(f"empty tensors are not supported: x {xa.shape}, sparseWeight view ({n}, {kh})")
     if _cdiv(k, 8) * 8 != 2 * kh:
         raise _bad(f"align8(k of x) = {_cdiv(k, 8) * 8} must equal 2 x the k of sparseWeight ({kh})")
     if k > LAST_DIM_LIMIT or kh > LAST_DIM_LIMIT or n > LAST_DIM_LIMIT:
@@ -249,6 +247,10 @@ def check(x, sparse_weight, index, x_scale, sparse_weight_scale, bias, out_dtype
         raise _bad(f"the shape of bias must be ({n},), got {ba.shape}")
     if out_shape is not None and tuple(out_shape) != (m, n):
         raise _bad(f"the shape of out must be ({m}, {n}), got {tuple(out_shape)}")
+    # CheckEmptyTensor comes after the dtype, format and shape checks (CheckParams in
+    # hicann/ops-nn: matmul/sparse4to2quant_matmul/op_host/op_api/aclnn_sparse4to2quant_matmul_weight_nz.cpp)
+    if xa.size == 0 or sw.size == 0 or n == 0:
+        raise _bad(f"empty tensors are not supported: x {xa.shape}, sparseWeight view ({n}, {kh})")
     if platforms.get(soc).npu_arch != 2201:
         raise _bad(f"{OP} is only supported on Atlas A2/A3 (ascend910b*, ascend910_93), not {soc} "
                    f"(emulator wording: the op is not registered there)")

@@ -28,7 +28,7 @@ from numba import njit, prange
 
 from npu_emu.dtypes import scalar
 from npu_emu.jit_options import PARALLEL
-from npu_emu.kernels.quant_matmul.kernel import _block, _cdiv, _geometry
+from npu_emu.kernels.quant_matmul.kernel import _block, _cdiv, _walk
 
 # cfg of perblock_step_kernel
 PB_J, PB_G, PB_BIAS_FIRST, PB_LEN = 0, 1, 2, 3
@@ -45,18 +45,14 @@ def perblock_step_kernel(block_dim, td, ub_size, part, x1s, x2s, bias, acc, cfg)
     part, acc flat (M, N); x1s flat (M, G); x2s flat (G, N), the per-column view of the (G, ⌈N/gsN⌉) scales
     (the host repeats each gsN times, so the vector Mul reads one scale per column); bias (N,) or empty.
     """
-    cube = td.matmulTiling
-    m = cube.M
-    n = cube.N
+    n = td.matmulTiling.N
     j = cfg[PB_J]
     g = cfg[PB_G]
     bias_first = cfg[PB_BIAS_FIRST] != 0
     has_bias = bias.size > 0
-    total = td.params.batchC * _cdiv(m, cube.baseM) * _cdiv(n, cube.baseN)
-    geo = _geometry(td)
+    geo, total = _walk(td)
     for core in prange(block_dim):
-        idx = np.int64(core)
-        while idx < total:
+        for idx in range(np.int64(core), total, block_dim):
             b, r0, rows, c0, cols = _block(geo, idx)
             for i in range(rows):
                 row = r0 + i
@@ -72,7 +68,6 @@ def perblock_step_kernel(block_dim, td, ub_size, part, x1s, x2s, bias, acc, cfg)
                 else:
                     for c in range(c0, c0 + cols):
                         acc[base + c] = part[base + c] * (s_a * x2s[sb + c]) + acc[base + c]
-            idx += block_dim
 
 
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
@@ -83,14 +78,10 @@ def a4w4_group_kernel(block_dim, td, ub_size, part, rowsum, x2off, x2s, acc, cfg
     (exact small integers); x2off (N,) float32 (widened from fp16, exact); x2s (N,); cfg unused (kept for the
     launch signature).
     """
-    cube = td.matmulTiling
-    m = cube.M
-    n = cube.N
-    total = td.params.batchC * _cdiv(m, cube.baseM) * _cdiv(n, cube.baseN)
-    geo = _geometry(td)
+    n = td.matmulTiling.N
+    geo, total = _walk(td)
     for core in prange(block_dim):
-        idx = np.int64(core)
-        while idx < total:
+        for idx in range(np.int64(core), total, block_dim):
             b, r0, rows, c0, cols = _block(geo, idx)
             for i in range(rows):
                 row = r0 + i
@@ -101,7 +92,6 @@ def a4w4_group_kernel(block_dim, td, ub_size, part, rowsum, x2off, x2s, acc, cfg
                     t = part[base + c] - off
                     t = x2s[c] * t
                     acc[base + c] = t + acc[base + c]
-            idx += block_dim
 
 
 FUSED_COLS = 512      # columns of one fused-kernel tile: a row chunk of acc (2 KiB) stays in L1 across the groups
@@ -174,16 +164,12 @@ def msd_group_kernel(block_dim, td, ub_size, part, s2, ws, cfg):
 
     part flat (2M, N) float32 exact integers; s2 (N,) the FP19 scales of group g; ws flat (2M, N) uint16 fp16
     bits (zeroed before the first group)."""
-    cube = td.matmulTiling
-    m = cube.M
-    n = cube.N
+    n = td.matmulTiling.N
     rmode = cfg[MSD_RMODE]
     sat = cfg[MSD_SAT] != 0
-    total = td.params.batchC * _cdiv(m, cube.baseM) * _cdiv(n, cube.baseN)
-    geo = _geometry(td)
+    geo, total = _walk(td)
     for core in prange(block_dim):
-        idx = np.int64(core)
-        while idx < total:
+        for idx in range(np.int64(core), total, block_dim):
             b, r0, rows, c0, cols = _block(geo, idx)
             for i in range(rows):
                 base = (r0 + i) * n
@@ -194,7 +180,6 @@ def msd_group_kernel(block_dim, td, ub_size, part, s2, ws, cfg):
                 else:
                     for c in range(c0, c0 + cols):
                         ws[base + c] = _fixpipe_f16_add(ws[base + c], part[base + c] * s2[c], rmode, sat)
-            idx += block_dim
 
 
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
@@ -226,14 +211,10 @@ def msd_combine_kernel(block_dim, td, ub_size, ws, y_offset, y):
     """Per token t: y[t, n] = f32(f32(f32(16·H) + L) + yOffset[n]), H = ws row 2t, L = ws row 2t + 1.
 
     The tiling here is over the (M, N) output; ws flat (2M, N) uint16; y flat (M, N) float32."""
-    cube = td.matmulTiling
-    m = cube.M
-    n = cube.N
-    total = td.params.batchC * _cdiv(m, cube.baseM) * _cdiv(n, cube.baseN)
-    geo = _geometry(td)
+    n = td.matmulTiling.N
+    geo, total = _walk(td)
     for core in prange(block_dim):
-        idx = np.int64(core)
-        while idx < total:
+        for idx in range(np.int64(core), total, block_dim):
             b, r0, rows, c0, cols = _block(geo, idx)
             for i in range(rows):
                 t = r0 + i
@@ -245,7 +226,6 @@ def msd_combine_kernel(block_dim, td, ub_size, ws, y_offset, y):
                     v = np.float32(16.0) * h
                     v = v + lo
                     y[t * n + c] = v + y_offset[c]
-            idx += block_dim
 
 
 # cfg of tcg_weight_kernel
@@ -283,8 +263,7 @@ def tcg_weight_kernel(block_dim, td, ub_size, codes, scale_bits, w3, cfg):
     fp8_sat = cfg[TCG_FP8_SAT] != 0
     n_blocks = _cdiv(n, base_n)
     for core in prange(block_dim):
-        nb = np.int64(core)
-        while nb < n_blocks:
+        for nb in range(np.int64(core), n_blocks, block_dim):
             c0 = nb * base_n
             c1 = min(n, c0 + base_n)
             for kk in range(k):
@@ -293,4 +272,3 @@ def tcg_weight_kernel(block_dim, td, ub_size, codes, scale_bits, w3, cfg):
                 for c in range(c0, c1):
                     w3[base + c] = _tcg_weight(codes[base + c], scale_bits[c * g + grp], scale_f16, rmode, sat,
                                                fp8_sat)
-            nb += block_dim

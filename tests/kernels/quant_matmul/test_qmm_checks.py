@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from npu_emu.errors import AclnnError
+from npu_emu.frontend import recent_error
 from npu_emu.kernels.quant_matmul import api
 from npu_emu.kernels.quant_matmul.api import NzWeight, npu_quant_matmul, npu_trans_quant_param
 
@@ -170,6 +171,93 @@ def test_empty_shortcuts():
     assert status(v5(**args, soc=A2)) == INVALID
     y = npu_quant_matmul(i8(0, 32), i8(32, 16), np.full(16, 0.1, np.float32), output_dtype="float16", soc=A5)
     assert y.shape == (0, 16) and y.dtype == np.float16
+
+
+def _v3(x1, x2, scale, out, soc):
+    return api.aclnnQuantMatmulV3GetWorkspaceSize(x1, x2, scale, None, None, False, False, out, soc=soc)
+
+
+def _v4(x1, x2, scale, out, soc):
+    return api.aclnnQuantMatmulV4GetWorkspaceSize(x1, x2, scale, None, None, None, False, False, out, soc=soc)
+
+
+def _v5(x1, x2, scale, out, soc):
+    return v5(x1=x1, x2=x2, x2s=scale, out=out, soc=soc)
+
+
+F16_X2 = np.ones((32, 16), np.float16)                  # not a quant matmul x2 dtype
+
+
+@pytest.mark.parametrize("call", [_v3, _v4, _v5])
+def test_empty_inputs_a2_are_checked_before_rejection(call):
+    # A2/A3 has no empty shortcut: CheckParams runs CheckDtypeValid, CheckShape, CheckFormat and only then
+    # CheckEmptyTensor (161002) (hicann/ops-nn: matmul/quant_batch_matmul_v3/op_api/aclnn_quant_matmul_v4.cpp
+    # CheckParams steps 1-4; V5 reaches the same QuantMatmulChecker, whose CheckParams ends in CheckEmptyTensor).
+    # So an empty call with a wrong dtype or shape fails on that check, not on the emptiness.
+    assert status(call(i8(0, 32), F16_X2, u64(16), np.zeros((0, 16), np.float16), A2)) == INVALID
+    assert "FLOAT16" in recent_error()
+    assert status(call(i8(0, 32), i8(32, 16), u64(16), np.zeros((3, 16), np.float16), A2)) == INVALID
+    assert "empty" not in recent_error()                 # out's M (3) != x1's M (0): a shape error
+    for x1, x2, out in ((i8(0, 32), i8(32, 16), (0, 16)), (i8(4, 32), i8(32, 0), (4, 0)),
+                        (i8(4, 0), i8(0, 16), (4, 16))):
+        assert status(call(x1, x2, u64(max(1, x2.shape[1])), np.zeros(out, np.float16), A2)) == INVALID
+        assert "empty" in recent_error()
+
+
+@pytest.mark.parametrize("call", [_v3, _v4, _v5])
+def test_empty_m_or_n_on_950_returns_before_the_checks(call):
+    # Ascend 950 (DAV_3510), not A8W4: M == 0 or N == 0 (ND x2) returns ACLNN_SUCCESS right after the null /
+    # existence checks and before TensorPreProcess / PreMatmulCalcProcess / CheckParams, so even a wrong dtype
+    # or out shape passes (hicann/ops-nn: aclnn_quant_matmul_v4.cpp and
+    # matmul/quant_batch_matmul_v4/op_host/op_api/aclnn_quant_matmul_v5.cpp,
+    # aclnnQuantMatmulGetWorkspaceSizeCommonProcess, "aclnnV4 nd m/n=0" / "aclnnV5 nd m/n=0").
+    st, ws, ex = call(i8(0, 32), F16_X2, u64(16), np.zeros((0, 16), np.float16), A5)
+    assert st == 0 and ws == 0
+    assert status(call(i8(0, 32), i8(32, 16), u64(16), np.zeros((3, 16), np.float16), A5)) == 0
+    assert status(call(i8(4, 32), np.ones((32, 0), np.float16), u64(1), np.zeros((4, 0), np.float16), A5)) == 0
+    # K is not part of the shortcut: the checks run and QuantMatmulChecker::CheckEmptyTensor rejects it
+    assert status(call(i8(4, 0), i8(0, 16), u64(16), np.zeros((4, 16), np.float16), A5)) == INVALID
+    assert "empty" in recent_error()
+
+
+def test_empty_shortcut_exceptions_on_950():
+    # V5's CheckInputExistence runs before the shortcut (its failures are 161001) ...
+    assert status(v5(x1=i8(0, 32), x2=i8(32, 16), x2s=u64(16), x1o=np.ones(1, np.float32),
+                     out=np.zeros((0, 16), np.float16), soc=A5)) == NULL
+    # ... A8W4 (pseudo quant) never takes it: the checks run - A8W4 int is A2/A3 only, so on 950 the soc check
+    # fires (361001) where a non-A8W4 call would have returned success; on A2 its own empty-scale check fires
+    words = npu_trans_quant_param(np.full(16, 0.01, np.float32)).reshape(1, 16)
+    a8w4 = dict(x1=i8(0, 256), x2=np.ones((256, 2), np.int32), x1s=np.ones((0, 1), np.float32), x2s=words,
+                yo=np.ones(16, np.float32), gs=256, out=np.zeros((0, 16), BF16))
+    assert status(v5(**a8w4, soc=A5)) == RUNTIME
+    assert status(v5(**a8w4, soc=A2)) == INVALID and "x1Scale" in recent_error()
+    # ... and WeightNz runs CheckWeightNzParamsDAV3510 (x2 must be FRACTAL_NZ) before the common process
+    st, _, _ = api.aclnnQuantMatmulWeightNzGetWorkspaceSize(i8(0, 64), i8(64, 32), None, u64(32), None, None, None,
+                                                           None, None, False, False, 0, np.zeros((0, 32), np.float16),
+                                                           soc=A5)
+    assert st == INVALID and "format" in recent_error()
+    # NZ x2: only M == 0 is a shortcut, N == 0 goes through the checks
+    nz_n0 = api.aclnnQuantMatmulWeightNzGetWorkspaceSize(i8(4, 64), NzWeight.from_nd(i8(64, 0)), None, u64(1), None,
+                                                         None, None, None, None, False, False, 0,
+                                                         np.zeros((4, 0), np.float16), soc=A5)
+    assert status(nz_n0) == INVALID
+
+
+def test_npu_quant_matmul_empty_inputs():
+    # torch_npu's npu_quant_matmul adds no empty-tensor rule of its own (op-plugin QuantMatmulKernelNpuOpApi.cpp
+    # checks dims and group sizes, then calls aclnnQuantMatmulV4/V5): the aclnn behaviour above shows through.
+    f16 = np.full(16, 0.1, np.float32)
+    with pytest.raises(AclnnError) as e:
+        npu_quant_matmul(i8(0, 32), F16_X2, f16, output_dtype="float16", soc=A2)
+    assert e.value.status == INVALID and "FLOAT16" in str(e.value)
+    y = npu_quant_matmul(i8(0, 32), F16_X2, f16, output_dtype="float16", soc=A5)
+    assert y.shape == (0, 16) and y.dtype == np.float16
+    with pytest.raises(AclnnError) as e:
+        npu_quant_matmul(i8(4, 0), i8(0, 16), f16, output_dtype="float16", soc=A5)
+    assert e.value.status == INVALID and "empty" in str(e.value)
+    with pytest.raises(AclnnError) as e:                    # group_sizes is op-plugin's own check, before aclnn
+        npu_quant_matmul(i8(0, 32), i8(32, 16), f16, output_dtype="float16", soc=A5, group_sizes=[1, 2])
+    assert e.value.status == INVALID
 
 
 def test_unsupported_socs():

@@ -205,6 +205,23 @@ def test_invalid_inputs(key, value):
     assert status(lambda: sp.sparse4to2_quant_matmul(**kw)) == 161002
 
 
+def test_empty_inputs_go_through_the_checks():
+    # CheckParams runs CheckDtypeValid, CheckFormatValid and CheckShape before CheckEmptyTensor, all 161002
+    # (hicann/ops-nn: matmul/sparse4to2quant_matmul/op_host/op_api/aclnn_sparse4to2quant_matmul_weight_nz.cpp):
+    # an empty x with a wrong dtype or shape fails on that check; only a consistent empty call reaches the
+    # "empty" rejection.
+    def message(**change):
+        kw = {**_inputs(), **change}
+        with pytest.raises(AclnnError) as e:
+            sp.sparse4to2_quant_matmul(**kw)
+        assert e.value.status == 161002
+        return str(e.value)
+
+    assert "dtype of x" in message(x=np.ones((0, 16), np.int16), x_scale=np.ones(0, np.float32))
+    assert "xScale" in message(x=np.ones((0, 16), np.int8))                      # xScale (2,) != (m,) = (0,)
+    assert "empty" in message(x=np.ones((0, 16), np.int8), x_scale=np.ones(0, np.float32))
+
+
 def test_soc_and_code_checks():
     kw = _inputs()
     assert status(lambda: sp.sparse4to2_quant_matmul(**kw, soc="ascend950pr")) == 161002

@@ -473,6 +473,29 @@ def test_fused_equals_faithful_over_group_batches(case, monkeypatch):
     same(call(faithful=True), fast)
 
 
+@pytest.mark.parametrize("m", [1, 2, 5])
+@pytest.mark.parametrize("per_group", [True, False])
+def test_msd_extreme_group_sums(m, per_group):
+    # The largest group sums the fp32 cube results must hold exactly: x1 = -128 (hi = lo = -8) against W = -8
+    # makes every group sum 64·256 = 2^14; x1 = 127 (hi = lo = 7) the most negative products. Per-channel
+    # (gs = k = 512) doubles them. Fast, faithful and golden agree bit for bit.
+    rng = np.random.default_rng(m)
+    k, n = 512, 24
+    x1 = np.where(rng.random((m, k)) < 0.5, -128, 127).astype(np.int8)
+    x1[0, :256] = -128
+    w = np.where(rng.random((k, n)) < 0.5, -8, 7).astype(np.int8)
+    w[:, 0] = -8
+    g = -(-k // 256)
+    sf = rng.uniform(0.001, 0.05, (g, n) if per_group else (n,)).astype(np.float32)
+    words = npu_trans_quant_param(sf.reshape(-1)).reshape(sf.shape)
+    y_off = rng.uniform(-1, 1, n).astype(np.float32)
+    x1s = rng.uniform(0.5, 2, (m, 1) if per_group else (m,)).astype(np.float32)
+    kw = dict(group_sizes=[0, 0, 256]) if per_group else {}
+    fast = msd(x1, w, words, y_off, x1s, **kw)
+    same(fast, golden.a8w4_msd(x1, w, words, y_off, x1s))
+    same(msd(x1, w, words, y_off, x1s, faithful=True, **kw), fast)
+
+
 @pytest.mark.parametrize("case", ["gb-a2", "gb-950", "a4w4", "msd"])
 def test_fused_larger_shape_vs_golden_rows(case):
     # A larger shape with one batch of all groups and several column tiles of the fused kernels (n = 1280: two full
