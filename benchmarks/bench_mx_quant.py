@@ -6,11 +6,13 @@ float32 copy, blocks, abs().max(), floor(log2()), exp2, divide, clip, ml_dtypes 
 kernel on preallocated outputs (``time_npu_emu``) and as the whole front end with checks, validation and output
 allocation (``time_npu_emu_frontend``). Trackers are lower-is-better ratios: emulator / numpy, emulator / host
 memory roofline (bytes moved / 25 GB/s per thread), emulator / device roofline (HBM bandwidth of the 950PR, 950DT
-and, for scale, 910B2).
+and, for scale, 910B2); and emulator / a parallel copy of as many bytes measured in the same process
+(``track_npu_emu_over_measured_copy``: 1 / that is the fraction of the host's copy bandwidth the kernel reaches).
 """
 
 import ml_dtypes
 import numpy as np
+from numba import njit, prange
 
 from benchmarks import common
 from npu_emu.kernels.mx_quant import api, kernel, tiling
@@ -22,6 +24,22 @@ ML_FP8 = {"float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.flo
 EMAX = {"float8_e4m3fn": 8, "float8_e5m2": 15, "float4_e2m1": 2}
 ELEM_MAX = {"float8_e4m3fn": 448.0, "float8_e5m2": 57344.0, "float4_e2m1": 6.0}
 TORCH_CODE = {"float8_e4m3fn": 24, "float8_e5m2": 23, "float4_e2m1": 296}
+
+
+@njit(parallel=True, error_model="numpy")
+def _copy(src, dst):
+    """A plain parallel copy: the host bandwidth yardstick (read + write) in the benchmark's own process."""
+    chunk = 1 << 20
+    for c in prange((src.size + chunk - 1) // chunk):
+        dst[c * chunk:(c + 1) * chunk] = src[c * chunk:(c + 1) * chunk]
+
+
+def measured_copy_seconds(bytes_moved):
+    """Best time of copying bytes_moved / 2 bytes (so bytes_moved read + written)."""
+    src = np.ones(bytes_moved // 2, np.uint8)
+    dst = np.empty_like(src)
+    _copy(src, dst)
+    return common.best_seconds(lambda: _copy(src, dst), 3)
 
 
 def bf16_input(shape, seed):
@@ -120,6 +138,10 @@ class GroupedMxQuant:
         return common.best_seconds(self.run, 3) / common.device_roofline_seconds(self.bytes_moved, device)
     track_npu_emu_over_device_roofline.unit = "x device roofline"
 
+    def track_npu_emu_over_measured_copy(self, threads, device):
+        return common.best_seconds(self.run, 3) / measured_copy_seconds(self.bytes_moved)
+    track_npu_emu_over_measured_copy.unit = "x host copy of the same bytes"
+
 
 class DynamicMxQuant:
     """bf16 [8192, 7168] along axis -1 -> E4M3FN and FP4 E2M1 (packed)."""
@@ -174,3 +196,7 @@ class DynamicMxQuant:
     def track_npu_emu_over_device_roofline(self, dst, threads, device):
         return common.best_seconds(self.run, 3) / common.device_roofline_seconds(self.bytes_moved, device)
     track_npu_emu_over_device_roofline.unit = "x device roofline"
+
+    def track_npu_emu_over_measured_copy(self, dst, threads, device):
+        return common.best_seconds(self.run, 3) / measured_copy_seconds(self.bytes_moved)
+    track_npu_emu_over_measured_copy.unit = "x host copy of the same bytes"

@@ -220,6 +220,10 @@ def _grouped_common(xa, gi, round_mode, dst_type, blocksize, scale_alg, dst_type
     empty = checks.check_grouped_aclnn(x_desc, gi_desc, round_mode, dst_type, blocksize, scale_alg, y_desc, s_desc,
                                        version=version, soc=soc, cann_version=cann_version)
     if empty:
+        # CANN returns success here without launching (aclnn_grouped_dynamic_mx_quant[_v2].cpp: the x->IsEmpty()
+        # early return comes after CheckParams); the emulator-added groupIndex value check still applies, so that a
+        # wrong groupIndex is reported whatever the size of x
+        checks.check_group_index_values(gi, xa.shape[0])
         return x_dtype, None
     m, n = xa.shape
     tr = tiling_mod.grouped_tiling(m, n, gi.shape[0], x_dtype=x_dtype, y_dtype=y_desc.dtype, round_mode=round_mode,
@@ -242,7 +246,8 @@ def npu_grouped_dynamic_mx_quant(x, group_index, *, round_mode="rint", dst_type=
     too), or a torch / ml_dtypes dtype or a name such as "float8_e4m3fn" (checks.torch_dst_type). Returns y (ml_dtypes
     float8 [m, n], or packed uint8 [m, n/2] for FP4) and mxscale uint8 [m // 64 + g, n, 2]; mxscale rows no group
     owns get ``gap_fill`` (default 0x00; None also gives 0x00 here, as there is no caller buffer to keep; the
-    device leaves them undefined). Emulator keywords: ``soc``, ``cann_version``,
+    device leaves them undefined). An empty x gives an all-gap mxscale: the device launches no kernel and leaves
+    the fresh buffer undefined. Emulator keywords: ``soc``, ``cann_version``,
     ``gap_fill``, ``signed_zero``, ``ftz``, ``nan_in_max``, ``fp4_nibble_order`` (spec mx_quant.md §1), ``core_num``,
     ``tiling`` (your own GroupedDynamicMxQuantTilingData), ``faithful`` (stage every tile through UB with
     DataCopyPad), ``validate`` (check the tiling's GM/UB accesses first), ``trace``.
@@ -342,7 +347,14 @@ def aclnnGroupedDynamicMxQuantGetWorkspaceSize(x, groupIndex, roundMode, dstType
     """-> (status, workspace_size, executor). dstType is an aclDataType (35 FLOAT8_E5M2, 36 FLOAT8_E4M3FN); V1 runs
     scale_alg 0. y: ml_dtypes float8 array, or uint8 bits labelled by ``y_dtype`` (default: dstType's type);
     mxscale: uint8 or ml_dtypes.float8_e8m0fnu [m // 64 + g, n, 2]. ``gap_fill=None`` leaves mxscale gap rows as
-    they are in the caller's buffer."""
+    they are in the caller's buffer.
+
+    Empty x (m or n is 0): status 0, workspace 0 and an executor that launches nothing, so y and mxscale keep the
+    caller's bytes, ``gap_fill`` notwithstanding (mxscale is [g, n, 2] and not empty when m = 0 < n). This is what
+    CANN does: hicann/ops-nn: quant/grouped_dynamic_mx_quant/op_api/aclnn_grouped_dynamic_mx_quant.cpp returns
+    ACLNN_SUCCESS on x->IsEmpty() before l0op::GroupedDynamicMxQuant and the ViewCopy into mxscale (spec mx_quant.md
+    §3.2 item 5). The checks before that return (null, dtypes, shapes, empty groupIndex -> 161002) and the
+    emulator-added groupIndex value check still apply."""
     return _grouped_workspace("aclnnGroupedDynamicMxQuant", "v1", x, groupIndex, roundMode, dstType, blocksize, 0,
                               0.0, y, mxscale, soc, cann_version, gap_fill, signed_zero, ftz, nan_in_max,
                               fp4_nibble_order, core_num, y_dtype, faithful)
@@ -359,7 +371,8 @@ def aclnnGroupedDynamicMxQuantV2GetWorkspaceSize(x, groupIndex, roundMode, dstTy
                                                  faithful=False):
     """-> (status, workspace_size, executor). V2 adds scaleAlg (0 OCP, 1 RCEIL for FP8, 2 for FP4), dstTypeMax and
     FP4 outputs (dstType 40 FLOAT4_E2M1 / 41 FLOAT4_E1M2: y packed uint8 [m, n/2] with ``y_dtype=40/41``, or an
-    ml_dtypes.float4_e2m1fn [m, n] array holding one code per byte)."""
+    ml_dtypes.float4_e2m1fn [m, n] array holding one code per byte). Empty x: as V1 (status 0, nothing written;
+    aclnn_grouped_dynamic_mx_quant_v2.cpp has the same early return)."""
     return _grouped_workspace("aclnnGroupedDynamicMxQuantV2", "v2", x, groupIndex, roundMode, dstType, blocksize,
                               scaleAlg, dstTypeMax, y, mxscale, soc, cann_version, gap_fill, signed_zero, ftz,
                               nan_in_max, fp4_nibble_order, core_num, y_dtype, faithful)

@@ -12,14 +12,16 @@ The 950 kernels are register-level (Reg::) vector functions; here each becomes a
 rounding points: the block maximum (integer or floating), the scale code, one FP32 multiply by the power-of-two
 reciprocal (a BF16 multiply for DynamicMxQuant BF16 inputs) and one saturating conversion through the codecs of
 npu_emu.dtypes.scalar. With ``faithful`` each tile goes GM -> UB (DataCopyPad), Compute, UB -> GM (DataCopyPad);
-otherwise the same compute functions read and write GM directly (bit-identical by construction, and tested).
+otherwise the same compute functions read and write GM directly (and convert elements as below).
 
-Speed: for BF16 inputs without switches the element conversion is a lookup in a 64 Ki-entry table filled by the
-codecs once per launch (build_lut): a normal BF16 x times the power-of-two reciprocal 2^s is exactly x's pattern
-with s added to the exponent field, so its code is the codec's code of that pattern; every other element (zeros,
-subnormals, Inf/NaN, products leaving the normal range, reciprocals that are 0, NaN or 2^-127) goes through the
-codecs directly. Switches (ftz, unsigned zeros, high-nibble-first FP4) and FP16/FP32 inputs take the plain codec
-path for every element.
+Speed: BF16 inputs with RINT and no switches (ftz, unsigned zeros, high-nibble-first FP4) take _convert_fast, the
+element multiply and the codecs of npu_emu.dtypes in loops over contiguous row slices without calls or data-dependent
+branches, which LLVM vectorises (the codecs are written with selects: encode_e4m3fn, encode_e5m2, the RINT path of
+the FP4 encoders). Column blocks (the grouped op, DynamicMxQuant off the last
+axis) take the block maxima row by row over a run of columns, then encode row by row with one reciprocal per column;
+runs along a row (DynamicMxQuant on the last axis) take one reciprocal per 32-element block. ``faithful`` stages every
+tile through UB and converts every element through _enc_one, the per-element transliteration; the tests prove both
+paths equal (tests/kernels/mx_quant/test_mx_fast.py) and equal to the golden.
 
 Cores write disjoint GM ranges, so results do not depend on the host thread count.
 """
@@ -263,18 +265,6 @@ def _scale(stat, xk, alg, add, em, legacy, dyn, r32, mlb32, ftz):
     return c & 0xFF, (0x7F00 - sh) & 0xFFFF
 
 
-SHIFT_NONE = 1 << 20     # marks a reciprocal that is not a normal power of two: its elements take the codec path
-
-
-@njit(**_INL)
-def _recip_shift(rb):
-    """(s << 7) when the reciprocal (BF16 bits) is the normal power of two 2^s, else SHIFT_NONE (0, NaN, 2^-127)."""
-    e = (rb >> 7) & 0xFF
-    if (rb & 0x807F) == 0 and 0 < e < 255:
-        return (e - 127) << 7
-    return np.int64(SHIFT_NONE)
-
-
 @njit(**_INL)
 def _scaled(b, xk, recip, ftz, bf16_mul):
     """x * reciprocal as the vector unit forms it: one FP32 multiply (DynamicMxQuant BF16 inputs: a BF16 one)."""
@@ -299,29 +289,9 @@ def _unsign_zero(c, zero_code, signed_zero):
 
 
 @njit(**_FN)
-def build_lut(dst, rmode):
-    """Codes of every positive and negative BF16 value with a normal exponent, through the codecs: the fused
-    path's shortcut for BF16 inputs, where x * 2^s is the BF16 pattern of x with s added to its exponent."""
-    lut = np.zeros(65536, np.uint8)
-    for u in range(65536):
-        e = (u >> 7) & 0xFF
-        if 0 < e < 255:
-            v = bf16_to_f32(np.uint16(u))
-            if dst == D_E4M3:
-                lut[u] = encode_e4m3fn(v, True, False)
-            elif dst == D_E5M2:
-                lut[u] = encode_e5m2(v, True, False)
-            elif dst == D_E2M1:
-                lut[u] = encode_fp4_e2m1(v, rmode, False)
-            else:
-                lut[u] = encode_fp4_e1m2(v, rmode, False)
-    return lut
-
-
-@njit(**_FN)
 def _enc_one(b, xk, recip, dst, rmode, ftz, bf16_mul, sz):
-    """One element through the codecs: the general path, and the special elements of the table path (kept out of
-    line so the hot loops stay small)."""
+    """One element through the codecs, as the kernel forms it (multiply, then the saturating cast): the faithful
+    path and every case _convert_fast does not take."""
     v = _scaled(b, xk, recip, ftz, bf16_mul)
     if dst == D_E4M3:
         return _unsign_zero(encode_e4m3fn(v, True, False), np.uint8(0x80), sz)
@@ -332,70 +302,80 @@ def _enc_one(b, xk, recip, dst, rmode, ftz, bf16_mul, sz):
     return _unsign_zero(encode_fp4_e1m2(v, rmode, False), np.uint8(8), sz)
 
 
-@njit(**_FN)
-def _enc_bf16(b, recip, mode):
-    """_enc_one for the table path's special elements: BF16 in, no switches; mode = dst | rmode << 2 | bf16_mul << 5
-    (one packed argument keeps the call cheap for the hot loop around it)."""
-    return _enc_one(b, X_BF16, recip, mode & 3, (mode >> 2) & 7, False, (mode >> 5) & 1 == 1, True)
+@njit(**_INL)
+def _rint_code(v, dst):
+    """The saturating element cast with RINT (FP8: NaN -> 0; FP4: NaN -> 0, code in the low nibble)."""
+    if dst == D_E4M3:
+        return encode_e4m3fn(v, True, False)
+    if dst == D_E5M2:
+        return encode_e5m2(v, True, False)
+    if dst == D_E2M1:
+        return encode_fp4_e2m1(v, CAST_RINT, False)
+    return encode_fp4_e1m2(v, CAST_RINT, False)
+
+
+@njit(**_INL)
+def _fast_row(xr, yr, recips, rc, ncols, dst, per_col):
+    """One row of _convert_fast. Called with constant ``dst`` and ``per_col``, so that after inlining each copy is one
+    loop without branches (a runtime choice inside the loop keeps LLVM from vectorising it)."""
+    if dst < D_E2M1:
+        for j in range(ncols):
+            yr[j] = _rint_code(bf16_to_f32(xr[j]) * (recips[j] if per_col else rc), dst)
+    else:
+        for j in range(ncols // 2):
+            lo = _rint_code(bf16_to_f32(xr[2 * j]) * (recips[2 * j] if per_col else rc), dst)
+            hi = _rint_code(bf16_to_f32(xr[2 * j + 1]) * (recips[2 * j + 1] if per_col else rc), dst)
+            yr[j] = np.uint8(lo | (hi << 4))
 
 
 @njit(**_FN)
-def _convert(xs, xb, xstride, r0, r1, ncols, recips, shifts, rrs, rcs, ys, yb, ystride, p, lut):
+def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst):
+    """_convert for BF16 input, RINT, no switches: the multiply and codecs of _enc_one in loops over contiguous row
+    slices that LLVM vectorises. It forms every product in FP32: DynamicMxQuant's BF16 multiply differs only for
+    products below 2^-126, which every RINT cast here takes to a zero of the same sign either way (proven over all
+    BF16 inputs and scales in tests/kernels/mx_quant/test_mx_fast.py)."""
+    ybytes = ncols // 2 if dst >= D_E2M1 else ncols
+    for r in range(r0, r1):
+        row, yrow = xb + r * xstride, yb + r * ystride
+        xr, yr = xs[row:row + ncols], ys[yrow:yrow + ybytes]
+        rc = recips[r * rrs]
+        if rcs == 1:                                      # column blocks: one reciprocal per column
+            if dst == D_E4M3:
+                _fast_row(xr, yr, recips, rc, ncols, D_E4M3, True)
+            elif dst == D_E5M2:
+                _fast_row(xr, yr, recips, rc, ncols, D_E5M2, True)
+            elif dst == D_E2M1:
+                _fast_row(xr, yr, recips, rc, ncols, D_E2M1, True)
+            else:
+                _fast_row(xr, yr, recips, rc, ncols, D_E1M2, True)
+        else:                                             # a run: one block per row
+            if dst == D_E4M3:
+                _fast_row(xr, yr, recips, rc, ncols, D_E4M3, False)
+            elif dst == D_E5M2:
+                _fast_row(xr, yr, recips, rc, ncols, D_E5M2, False)
+            elif dst == D_E2M1:
+                _fast_row(xr, yr, recips, rc, ncols, D_E2M1, False)
+            else:
+                _fast_row(xr, yr, recips, rc, ncols, D_E1M2, False)
+
+
+@njit(**_FN)
+def _convert(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, p):
     """Rows [r0, r1) x ncols columns of x -> codes (FP4: packed pairs, ncols even); y row r at ys[yb + r * ystride].
 
-    A block's reciprocal and shift are at index r * rrs + j * rcs: (0, 1) for column blocks, (1, 0) for runs laid
-    out as rows. BF16 input without switches takes the table (one lookup per element); everything else, and the
-    table's special elements, goes through _enc_one."""
+    A block's reciprocal is at index r * rrs + j * rcs: (0, 1) for column blocks, (1, 0) for runs laid out as rows.
+    ``faithful`` runs every element through _enc_one (the kernel's multiply, then the codec); otherwise BF16 input
+    with RINT and no switches takes _convert_fast (the same arithmetic, vectorised; tests prove them equal)."""
     dst, xk, rmode = p[P_DST], p[P_XK], p[P_RMODE]
     ftz, sz, hf = p[P_FTZ] != 0, p[P_SIGNED_ZERO] != 0, p[P_HIGH_FIRST]
     bf16_mul = p[P_DYN] != 0 and xk == X_BF16
     fp4 = dst >= D_E2M1
-    plain = xk == X_BF16 and not ftz and sz and hf == 0
-    mode = dst | (rmode << 2) | (np.int64(bf16_mul) << 5)
+    if p[P_FAITHFUL] == 0 and xk == X_BF16 and not ftz and sz and hf == 0 and (not fp4 or rmode == CAST_RINT):
+        _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst)
+        return
     for r in range(r0, r1):
         row, yrow, rr = xb + r * xstride, yb + r * ystride, r * rrs
-        if plain and not fp4:
-            # x * 2^s for a normal BF16 x and a normal product is x's pattern with s added to the exponent field;
-            # the two unsigned range tests pick exactly those elements (zeros, subnormals, Inf/NaN and
-            # reciprocals other than a normal power of two fall through to the codec)
-            xr, yr = xs[row:row + ncols], ys[yrow:yrow + ncols]     # row slices: simpler aliasing, faster loops
-            if rcs == 1:
-                for j in range(ncols):                       # column blocks: rr = 0, one shift per column
-                    b = np.int64(xr[j])
-                    i = b & 0x7FFF
-                    t = i + shifts[j]
-                    if np.uint64(i - 0x80) < np.uint64(0x7F00) and np.uint64(t - 0x80) < np.uint64(0x7F00):
-                        yr[j] = lut[(b & 0x8000) | t]
-                    else:
-                        yr[j] = _enc_bf16(b, recips[j], mode)
-            else:
-                sh, rc = shifts[rr], recips[rr]                 # a run: one block per row
-                for j in range(ncols):
-                    b = np.int64(xr[j])
-                    i = b & 0x7FFF
-                    t = i + sh
-                    if np.uint64(i - 0x80) < np.uint64(0x7F00) and np.uint64(t - 0x80) < np.uint64(0x7F00):
-                        yr[j] = lut[(b & 0x8000) | t]
-                    else:
-                        yr[j] = _enc_bf16(b, rc, mode)
-        elif plain:
-            sh, rc = shifts[rr], recips[rr]
-            xr, yr = xs[row:row + ncols], ys[yrow:yrow + ncols // 2]
-            for j in range(0, ncols, 2):
-                pair = np.uint8(0)
-                for h in range(2):
-                    if rcs == 1:
-                        sh, rc = shifts[j + h], recips[j + h]
-                    b = np.int64(xr[j + h])
-                    i = b & 0x7FFF
-                    t = i + sh
-                    if np.uint64(i - 0x80) < np.uint64(0x7F00) and np.uint64(t - 0x80) < np.uint64(0x7F00):
-                        c = lut[(b & 0x8000) | t]
-                    else:
-                        c = _enc_bf16(b, rc, mode)
-                    pair |= np.uint8(c << (4 * h))
-                yr[j // 2] = pair
-        elif not fp4:
+        if not fp4:
             for j in range(ncols):
                 ys[yrow + j] = _enc_one(_load(xs, row + j, xk), xk, recips[rr + j * rcs], dst, rmode, ftz, bf16_mul,
                                         sz)
@@ -411,12 +391,12 @@ def _convert(xs, xb, xstride, r0, r1, ncols, recips, shifts, rrs, rcs, ys, yb, y
 
 @njit(**_INL)
 def _block_scale(stat, p, r32, mlb32):
-    """(code, reciprocal as FP32, shift) of one block."""
+    """(code, reciprocal as FP32) of one block."""
     ftz = p[P_FTZ] != 0
     code, rb = _scale(stat, p[P_XK], p[P_ALG], p[P_ADD], EMAX_OF[p[P_DST]], p[P_LEGACY] != 0, p[P_DYN] != 0, r32,
                       mlb32, ftz)
     r = bf16_to_f32(np.uint16(rb))
-    return code, (_ftz32(r) if ftz else r), _recip_shift(rb)
+    return code, (_ftz32(r) if ftz else r)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -424,19 +404,19 @@ def _block_scale(stat, p, r32, mlb32):
 # ---------------------------------------------------------------------------------------------------------------
 
 @njit(**_FN)
-def _column_blocks(xs, xb, xstride, r0, r1, ncols, ys, yb, ystride, ss, sb, slot, scr, scr16, recips, shifts, p,
-                   r32, mlb32, lut):
+def _column_blocks(xs, xb, xstride, r0, r1, ncols, ys, yb, ystride, ss, sb, slot, scr, scr16, recips, p,
+                   r32, mlb32):
     """Rows [r0, r1) of a tile, ``ncols`` columns: one block per column. Scale code of column j goes to
     ss[sb + 2 * j + slot]; y row r starts at ys[yb + r * ystride] (packed bytes for FP4)."""
     _stats(xs, xb, xstride, r0, r1, ncols, scr, scr16, p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0)
     for j in range(ncols):
-        code, recips[j], shifts[j] = _block_scale(scr[j], p, r32, mlb32)
+        code, recips[j] = _block_scale(scr[j], p, r32, mlb32)
         ss[sb + 2 * j + slot] = np.uint8(code)
-    _convert(xs, xb, xstride, r0, r1, ncols, recips, shifts, 0, 1, ys, yb, ystride, p, lut)
+    _convert(xs, xb, xstride, r0, r1, ncols, recips, 0, 1, ys, yb, ystride, p)
 
 
 @njit(**_FN)
-def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, shifts, p, r32, mlb32, lut):
+def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, p, r32, mlb32):
     """``nblk`` consecutive blocks of ``bs`` elements from xs[xb] (the last one ``last`` long), codes to
     ss[sb + b] followed by ``pad`` 0x00 pad slots; y from ys[yb] (FP4: packed; bs and last even)."""
     xk, alg, dyn, ni = p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0
@@ -455,16 +435,16 @@ def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, shifts
         else:
             for i in range(n):
                 m = max(m, _stat_key(_load(xs, row + i, xk), xk, alg, dyn, ni))
-        code, recips[b], shifts[b] = _block_scale(m, p, r32, mlb32)
+        code, recips[b] = _block_scale(m, p, r32, mlb32)
         ss[sb + b] = np.uint8(code)
     for b in range(nblk, nblk + pad):
         ss[sb + b] = np.uint8(0)
     fp4 = p[P_DST] >= D_E2M1
     ybs = bs // 2 if fp4 else bs
     full = nblk if last == bs else nblk - 1
-    _convert(xs, xb, bs, 0, full, bs, recips, shifts, 1, 0, ys, yb, ybs, p, lut)
+    _convert(xs, xb, bs, 0, full, bs, recips, 1, 0, ys, yb, ybs, p)
     if full < nblk:
-        _convert(xs, xb, bs, full, nblk, last, recips, shifts, 1, 0, ys, yb, ybs, p, lut)
+        _convert(xs, xb, bs, full, nblk, last, recips, 1, 0, ys, yb, ybs, p)
 
 
 # DataCopyPad (GM -> UB with its Normal padding mode, UB -> GM) behind two small helpers, compiled once for every
@@ -521,7 +501,7 @@ def grouped_core_tiles(total_cores, core, group_index, group_num, block_col_size
 
 
 @njit(**_INL)
-def _grouped_tile(x_gm, y_gm, s_gm, ub, td, g, start, size, blk, fp4, scr, scr16, recips, shifts, p, r32, lut):
+def _grouped_tile(x_gm, y_gm, s_gm, ub, td, g, start, size, blk, fp4, scr, scr16, recips, p, r32):
     """ProcessOneLoop + CopyIn / Compute (ComputeAll) / CopyOut of one 64 x 128 tile."""
     n = td.rowSize
     row_idx = blk % td.blockRowCount                        # tile column index (along n)
@@ -555,7 +535,7 @@ def _grouped_tile(x_gm, y_gm, s_gm, ub, td, g, start, size, blk, fp4, scr, scr16
         r0 = slot * half
         if r0 < rows:
             _column_blocks(xs, xb, xp, r0, min(rows, r0 + half), cols, ys, yo, yp, ss, sb, slot, scr, scr16,
-                           recips, shifts, p, r32, np.float32(0.0), lut)
+                           recips, p, r32, np.float32(0.0))
         else:
             for j in range(cols):
                 ss[sb + 2 * j + 1] = 0
@@ -565,7 +545,7 @@ def _grouped_tile(x_gm, y_gm, s_gm, ub, td, g, start, size, blk, fp4, scr, scr16
 
 
 @njit(**_FN)
-def _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32, lut):
+def _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32):
     """Everything one vector core does: Init (UB), then ProcessBase's tiles in order."""
     fp4 = p[P_DST] >= D_E2M1
     n_tiles = grouped_core_tiles(td.usedCoreNum, core, group_index, td.groupNum, td.blockColSize,
@@ -576,18 +556,17 @@ def _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32, lut)
     scr = np.empty(td.blockRowSize, np.int64)
     scr16 = np.empty(td.blockRowSize, np.int32)
     recips = np.empty(td.blockRowSize, np.float32)
-    shifts = np.empty(td.blockRowSize, np.int64)
     for t in range(n_tiles):
         _grouped_tile(x_gm, y_gm, s_gm, ub, td, tiles[t, 0], tiles[t, 1], tiles[t, 2], tiles[t, 3], fp4, scr,
-                      scr16, recips, shifts, p, r32, lut)
+                      scr16, recips, p, r32)
 
 
 @njit(parallel=PARALLEL, **_FN)
-def grouped_dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32, lut):
+def grouped_dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32):
     """One prange iteration per vector core (GetBlockIdx() = core); cores past usedCoreNum return at once."""
     for core in prange(block_dim):
         if core < td.usedCoreNum:
-            _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32, lut)
+            _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32)
 
 
 @njit(**_FN)
@@ -661,19 +640,6 @@ def grouped_access(td, group_index, m, n, fp4, block_dim):
     return ap
 
 
-_LUTS = {}
-
-
-def element_lut(params):
-    """build_lut's table for this launch's output format and round mode (BF16 inputs only), memoised."""
-    if params[P_XK] != X_BF16:
-        return np.zeros(1, np.uint8)
-    key = (int(params[P_DST]), int(params[P_RMODE]) if params[P_DST] >= D_E2M1 else 0)
-    if key not in _LUTS:
-        _LUTS[key] = build_lut(*key)
-    return _LUTS[key]
-
-
 def run_grouped(x_bits, group_index, y, mxscale, tr, params, r32, *, shape, validate=True):
     """Launch the grouped kernel on flat bit views of x [m, n] (``shape``: the real one, which a user tiling's
     rowSize/colSize must match); returns the validation report's overruns (none expected)."""
@@ -683,11 +649,8 @@ def run_grouped(x_bits, group_index, y, mxscale, tr, params, r32, *, shape, vali
     _check_grouped_tiling(td, m, n, tr.ub_size, group_index, validate)
     access = grouped_access(td, group_index, m, n, fp4, tr.block_dim) if validate else None
 
-    lut = element_lut(params)
-
     def grouped_dynamic_mx_quant(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm):
-        grouped_dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm, params, np.float32(r32),
-                                        lut)
+        grouped_dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm, params, np.float32(r32))
 
     report = launch(grouped_dynamic_mx_quant, tr.block_dim, td, x_bits, group_index, y, mxscale,
                     ub_size=tr.ub_size, access=access, validate=validate)
@@ -736,7 +699,7 @@ def _check_grouped_tiling(td, m, n, ub_size, group_index, validate):
 # ---------------------------------------------------------------------------------------------------------------
 
 @njit(**_INL)
-def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, shifts, p, r32, mlb32, lut):
+def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, p, r32, mlb32):
     """One unit of the decomposition: (pre index, chunk of block pairs, chunk of post-axis columns).
 
     x_gm holds uint16 words (FP32 elements are two words); every index below counts elements."""
@@ -775,8 +738,8 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, shifts, 
         else:
             xs, xb, ys, yb, ss, sb = x_gm, x0, y_gm, (x0 // 2 if fp4 else x0), s_gm, s0
         # an odd block count leaves the pair's second slot: the pad written by _row_blocks
-        _row_blocks(xs, xb, nblk, bs, nel - (nblk - 1) * bs, 2 * (q1 - q0) - nblk, ys, yb, ss, sb, scr, recips, shifts,
-                    p, r32, mlb32, lut)
+        _row_blocks(xs, xb, nblk, bs, nel - (nblk - 1) * bs, 2 * (q1 - q0) - nblk, ys, yb, ss, sb, scr, recips,
+                    p, r32, mlb32)
         if faithful:
             _copy_out(y_gm[(x0 // 2 if fp4 else x0):], ub_y, 1, nel // 2 if fp4 else nel, 0)
             _copy_out(s_gm[s0:], ub_s, 1, 2 * (q1 - q0), 0)
@@ -798,7 +761,7 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, shifts, 
         for slot in range(2):
             if slot * bs < rows:
                 _column_blocks(xs, xb, xp, slot * bs, min(rows, slot * bs + bs), ncols, ys, yb, yp, ss, sb, slot, scr,
-                               scr16, recips, shifts, p, r32, mlb32, lut)
+                               scr16, recips, p, r32, mlb32)
             else:
                 for j in range(ncols):
                     ss[sb + 2 * j + 1] = 0
@@ -808,7 +771,7 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, shifts, 
 
 
 @njit(**_FN)
-def _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32, lut):
+def _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32):
     """Everything one core does: its contiguous range of units, in order."""
     fp4 = p[P_DST] >= D_E2M1
     first = core * td.unitsPerCore + min(core, td.bigCoreNum)
@@ -818,16 +781,15 @@ def _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32, lut):
     scr = np.empty(width, np.int64)
     scr16 = np.empty(width, np.int32)
     recips = np.empty(width, np.float32)
-    shifts = np.empty(width, np.int64)
     for u in range(first, first + count):
-        _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, shifts, p, r32, mlb32, lut)
+        _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, p, r32, mlb32)
 
 
 @njit(parallel=PARALLEL, **_FN)
-def dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32, lut):
+def dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32):
     """One prange iteration per core."""
     for core in prange(block_dim):
-        _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32, lut)
+        _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32)
 
 
 def dynamic_access(td, fp4, x_dtype):
@@ -882,11 +844,9 @@ def run_dynamic(x_bits, y, mxscale, tr, params, r32, mlb32, x_dtype, *, validate
                          f"pairChunk={td.pairChunk}: units off the tail axis hold one block pair (pairChunk 1)")
     access = dynamic_access(td, fp4, x_dtype) if validate else None
 
-    lut = element_lut(params)
-
     def dynamic_mx_quant(block_dim, tdn, ub_size, x_gm, y_gm, s_gm):
         dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, y_gm, s_gm, params, np.float32(r32),
-                                np.float32(mlb32), lut)
+                                np.float32(mlb32))
 
     report = launch(dynamic_mx_quant, tr.block_dim, td, x_bits, y, mxscale, ub_size=tr.ub_size, access=access,
                     validate=validate)

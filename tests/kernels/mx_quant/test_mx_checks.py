@@ -117,6 +117,40 @@ def test_grouped_empty_inputs():
     assert api.aclnnGroupedDynamicMxQuant(None, 0, ex) == 0 and (se == 0xAB).all()   # no kernel, out untouched
 
 
+@pytest.mark.parametrize("m, n", [(0, 4), (64, 0)])
+@pytest.mark.parametrize("change, status", [("gi_int64", 161002), ("gi_2d", 161002), ("s_rows", 161002),
+                                            ("gi_values", 161002), ("gi_last", 161002), (None, 0)])
+def test_grouped_empty_x_still_runs_the_checks(m, n, change, status):
+    # CANN's CheckParams (dtypes, shapes) come before the x->IsEmpty() early return
+    # (hicann/ops-nn: quant/grouped_dynamic_mx_quant/op_api/aclnn_grouped_dynamic_mx_quant[_v2].cpp); the
+    # emulator-added groupIndex value check runs on empty x too
+    gi = np.array([m // 2, m], np.int32)
+    s = np.full((m // 64 + 2, n, 2), 0xAB, np.uint8)
+    if change == "gi_int64":
+        gi = gi.astype(np.int64)
+    elif change == "gi_2d":
+        gi = gi.reshape(1, 2)
+        s = np.full((m // 64 + 1, n, 2), 0xAB, np.uint8)
+    elif change == "s_rows":
+        s = np.full((m // 64 + 3, n, 2), 0xAB, np.uint8)
+    elif change == "gi_values":
+        gi = np.array([m + 1, m], np.int32)               # decreasing, past m
+    elif change == "gi_last":
+        gi = np.array([0, m + 5], np.int32)
+    x, y = bf((m, n)), np.zeros((m, n), ml_dtypes.float8_e4m3fn)
+    for st in (status_v1(x, gi, "rint", E4M3, 32, y, s), status_v2(x, gi, "rint", E4M3, 32, 0, 0.0, y, s)):
+        assert st == status, change
+    if status == 0:
+        assert (s == 0xAB).all()                          # success launches nothing: the caller's bytes stay
+    if change in ("gi_values", "gi_last", "gi_int64"):
+        with pytest.raises(AclnnError) as e:
+            api.npu_grouped_dynamic_mx_quant(x, gi, dst_type=24)
+        assert e.value.status == status
+    elif change is None:
+        y2, s2 = api.npu_grouped_dynamic_mx_quant(x, gi, dst_type=24, gap_fill=7)
+        assert np.asarray(y2).shape == (m, n) and (s2 == 7).all() and s2.shape == s.shape
+
+
 @pytest.mark.parametrize("gi, why", [([40, 30, 64], "decreasing"), ([30, 60], "last != m"), ([-1, 64], "negative"),
                                      ([30, 70], "past m")])
 def test_grouped_group_index_values_emulator_check(gi, why):

@@ -1,0 +1,111 @@
+"""The vectorised element loops (kernel._convert_fast) against the per-element transliteration (kernel._enc_one,
+the path ``faithful=True`` takes) over every BF16 input pattern and every reciprocal the scale rules can produce,
+for each output format, both block shapes (one reciprocal per column / per row) and both multiplies (the grouped
+op's FP32 one and DynamicMxQuant's BF16 one, which _convert_fast does not model: this proves it need not).
+
+The default run takes every 2^16 BF16 pattern against a spread of the 257 reciprocals; the slow run takes all of
+them. The end-to-end fast == faithful == golden checks are in test_mx_properties.py (every tiling branch there runs
+both paths through the golden) and below.
+"""
+
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+from numba import njit
+
+from npu_emu.dtypes.scalar import CAST_RINT
+from npu_emu.kernels.mx_quant import api, kernel as K
+
+# BF16 bits of every reciprocal _scale returns: 2^(127 - code) for codes 0..253 (code 0 gives 2^127: legacy tiny
+# blocks, RCEIL code 0), 2^-127 for code 254, NaN for code 255, and 0 for flushed blocks
+RECIPS = np.array([0x7F00 - (c << 7) for c in range(254)] + [0x0040, 0x7F81, 0x0000], np.uint16)
+RECIPS_F32 = (RECIPS.astype(np.uint32) << 16).view(np.float32)
+DSTS = (K.D_E4M3, K.D_E5M2, K.D_E2M1, K.D_E1M2)
+
+
+@njit(cache=True, error_model="numpy")
+def _reference(xs, recips, rrs, rcs, rows, cols, dst, bf16_mul, ys):
+    """_convert's faithful branch for BF16 input, RINT, no switches (low nibble first)."""
+    fp4 = dst >= K.D_E2M1
+    for r in range(rows):
+        for j in range(cols):
+            c = K._enc_one(np.int64(xs[r * cols + j]), K.X_BF16, recips[r * rrs + j * rcs], dst, CAST_RINT, False,
+                           bf16_mul, True)
+            if fp4:
+                k = (r * cols + j) // 2
+                ys[k] = c if j % 2 == 0 else ys[k] | (c << 4)
+            else:
+                ys[r * cols + j] = c
+
+
+def _sweep(dst, bf16_mul, per_col, offsets):
+    """Every BF16 pattern, laid out as 256 columns x 256 rows (column blocks) or 2048 runs of 32 (row blocks),
+    against RECIPS rotated by each offset, so that each pattern meets RECIPS[offset + its column (row)]."""
+    xs = np.arange(1 << 16, dtype=np.uint16)
+    cols = 256 if per_col else 32
+    rows = xs.size // cols
+    fp4 = dst >= K.D_E2M1
+    ystride = cols // 2 if fp4 else cols
+    fast = np.empty(xs.size // 2 if fp4 else xs.size, np.uint8)
+    ref = np.empty_like(fast)
+    lanes = cols if per_col else rows
+    for k in offsets:
+        recips = RECIPS_F32[(k + np.arange(lanes)) % RECIPS.size]
+        rrs, rcs = (0, 1) if per_col else (1, 0)
+        fast[:] = 0xEE
+        K._convert_fast(xs, 0, cols, 0, rows, cols, recips, rrs, rcs, fast, 0, ystride, dst)
+        _reference(xs, recips, rrs, rcs, rows, cols, dst, bf16_mul, ref)
+        bad = np.flatnonzero(fast != ref)
+        assert bad.size == 0, (f"dst {dst} bf16_mul {bf16_mul} per_col {per_col} offset {k}: byte {bad[0]} "
+                               f"fast {fast[bad[0]]:#x} faithful {ref[bad[0]]:#x}")
+
+
+@pytest.mark.parametrize("dst", DSTS)
+@pytest.mark.parametrize("bf16_mul", [False, True])
+@pytest.mark.parametrize("per_col", [True, False])
+def test_fast_equals_faithful_sampled(dst, bf16_mul, per_col):
+    # offset k gives lane i the reciprocal RECIPS[k + i]: each pattern meets 8 of the 257 reciprocals, and every
+    # reciprocal (2^127 .. 2^-127, NaN, 0 included) is met by 256 x 8 patterns of all exponents
+    _sweep(dst, bf16_mul, per_col, [0, 61, 122, 183, 253, 254, 255, 256])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dst", DSTS)
+@pytest.mark.parametrize("bf16_mul", [False, True])
+@pytest.mark.parametrize("per_col", [True, False])
+def test_fast_equals_faithful_exhaustive(dst, bf16_mul, per_col):
+    # 2^16 patterns x 257 reciprocals = 16.8 M elements per case
+    _sweep(dst, bf16_mul, per_col, range(RECIPS.size))
+
+
+@pytest.mark.slow
+def test_fast_loops_vectorise():
+    """_convert_fast's row loops vectorise: a fresh, uncached compile (numba cannot show the IR of cached code) has
+    one LLVM vector.body per specialised loop (4 formats x 2 block shapes)."""
+    fresh = njit(error_model="numpy")(K._convert_fast.py_func)
+    xs = np.arange(1 << 12, dtype=np.uint16)
+    ys = np.empty(xs.size, np.uint8)
+    fresh(xs, 0, 128, 0, 32, 128, np.ones(128, np.float32), 0, 1, ys, 0, 128, K.D_E4M3)
+    ir = fresh.inspect_llvm(fresh.signatures[0])
+    # LLVM numbers the blocks after the first: vector.body, vector.body12, ...
+    assert len(re.findall(r"^vector\.body\d*:", ir, re.M)) >= 8
+
+
+@pytest.mark.parametrize("dst", [24, 23, 296, 297])
+def test_fast_equals_faithful_end_to_end(dst):
+    """Both ops on data with every special (zeros, subnormals, Inf, NaN, tiny and huge blocks), fast vs faithful."""
+    rng = np.random.default_rng(dst)
+    x = (rng.standard_normal((200, 192)) * np.exp2(rng.integers(-130, 128, (200, 1)))).astype(np.float32)
+    x.reshape(-1)[rng.choice(x.size, 500, replace=False)] = rng.choice(
+        np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40], np.float32), 500)
+    xb = x.astype(ml_dtypes.bfloat16)
+    gi = np.array([0, 33, 97, 97, 160, 200], np.int32)
+    a = api.npu_grouped_dynamic_mx_quant(xb, gi, dst_type=dst)
+    b = api.npu_grouped_dynamic_mx_quant(xb, gi, dst_type=dst, faithful=True)
+    assert all(np.array_equal(np.asarray(u).view(np.uint8), np.asarray(v).view(np.uint8)) for u, v in zip(a, b))
+    for axis in (-1, 0):
+        a = api.npu_dynamic_mx_quant(xb, axis=axis, dst_type=dst)
+        b = api.npu_dynamic_mx_quant(xb, axis=axis, dst_type=dst, faithful=True)
+        assert all(np.array_equal(np.asarray(u).view(np.uint8), np.asarray(v).view(np.uint8)) for u, v in zip(a, b))
