@@ -32,12 +32,13 @@ SPELLINGS = {  # other accepted names of each format (aclDataType code, ml_dtype
 BAD_FORMATS = [None, 0, 1, 27, 33, 42, -1, True, np.float32, np.int8, "float8", "e4m3", "", "hifloat4", 3.5,
                [36], object()]
 X_DTYPES = [np.float32, np.float16, np.float64, H.BF16]
-MODES = {"hifloat8": ["round", "hybrid", 4, 7, None], "float8_e5m2": ["rint", 1, "none", None],
+MODES = {"hifloat8": ["round", "hybrid", " Hybrid ", 4, 7, None], "float8_e5m2": ["rint", 1, "none", None],
          "float8_e4m3fn": ["rint", "RINT", None], "float8_e8m0": ["trunc", 5, None],
          "float4_e2m1": ["rint", "round", "floor", "ceil", "trunc", 2, 3, None],
          "float4_e1m2": ["rint", "round", "floor", "ceil", "trunc", None]}
 MODE_NAMES = {1: "rint", 2: "floor", 3: "ceil", 4: "round", 5: "trunc", 7: "hybrid", 0: "rint", "none": "rint"}
-BAD_MODES = ["odd", "nearest", 6, 8, -1, True, 1.0, "hybrid ", object()]
+# names are matched after strip().lower(), as format names are (" Hybrid " above is valid)
+BAD_MODES = ["odd", "nearest", 6, 8, -1, True, 1.0, "hy brid", "hybrid_", object()]
 SHAPES = [(), (0,), (1,), (7,), (3, 5), (2, 0, 4), (64,), (4, 33)]
 
 
