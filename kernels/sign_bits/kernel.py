@@ -426,6 +426,11 @@ def pack_tiling_problems(tr, n, in_itemsize, family):
     """The pack tiling fields the kernels need consistent, beyond what the access pattern shows."""
     td, bd = tr.tiling, tr.block_dim
     if family == "950":
+        if 0 < n - td.totalNum < 8:
+            # a shortfall of a whole byte or more leaves y bytes unwritten, which the validator reports; less than a
+            # byte still writes every y byte, with the tail slot's -1.0 padding in place of x's last elements
+            return [f"totalNum={td.totalNum} but x has {n} elements: the last y byte would pack the pad value "
+                    f"-1.0 (bit 1) for x[{td.totalNum}, {n}) instead of reading them; set totalNum={n}"]
         return []
     es = in_itemsize
     unit = 256 // es                         # CompareScalar computes whole 256-byte repeats only

@@ -195,6 +195,15 @@ def test_pack_950_zero_step():
     _refused(lambda: _pack(PACK_950, soc="ascend950pr", slotsPerTile=0), "slotsPerTile=0", "never advances")
 
 
+@pytest.mark.parametrize("short", [1, 2, 7])
+def test_pack_950_total_num_short_of_a_byte(short):
+    # every y byte is still written (ceil(totalNum / 8) bytes), but the kernel packs its -1.0 pad for the last
+    # `short` elements of x instead of reading them (found by the long tiling fuzz: totalNum 99998 of 100000)
+    n = X_F32.size
+    _refused(lambda: _pack(PACK_950, soc="ascend950pr", totalNum=n - short), f"totalNum={n - short}",
+             f"x[{n - short}, {n})", f"set totalNum={n}")
+
+
 def test_950_total_num_is_what_the_kernels_walk():
     # 4 cores of 256 bytes; totalNum 500 stops inside core 1: y[4000, 8000) stays unwritten
     _refused(lambda: _unpack(UNPACK_950, soc="ascend950pr", totalNum=500), "unwritten", "y[4000, 8000)",
