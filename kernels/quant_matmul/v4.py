@@ -11,6 +11,12 @@ npu_quant_matmul reach them after the checks. Implemented:
 FRACTAL_NZ weights (WeightNz, api.NzWeight, 4-bit storage included) are read back to their ND layout first: the
 layout changes where the cube finds an element, not its value.
 
+Tiling: v4_tiling.py fills the real V4 TilingData struct of each template (the MSD, A2 per-block, 950 BasicAPI,
+RegBase and SWAT structs, and the QuantBatchMatmulV3TilingData of the per-group kernels), field for field as the
+op_host does; the V4 step kernels walk their blocks from it and the trace reports it (tiling_data /
+tiling_data_bytes). The final vector steps run on the shared V3 epilogue kernel, which is handed the same blocks in
+QuantBatchMatmulV3TilingData form (v4_tiling.epilogue_tiling).
+
 Cube: the int32 result of every k group, computed for the whole matrix by one float32 GEMM per group - exact
 because each group's partial sums stay below 2^24 (G-B: 128·128·128 = 2^21; K-G and MSD: 256·8·8 = 2^14) - and
 handed to the vector kernels of v4_kernel.py in ascending k order: by default several groups at a time to the
@@ -24,14 +30,14 @@ import numpy as np
 from npu_emu.errors import ACLNN_ERR_INNER_FIND_KERNEL_ERROR, ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend import Trace, check_memory
 from npu_emu.kernels.quant_matmul import kernel, operands, routing, v4_kernel
-from npu_emu.kernels.quant_matmul import tiling as tiling_mod
+from npu_emu.kernels.quant_matmul import v4_tiling as v4t
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul.operands import int_values, logical
 from npu_emu.launch import launch
 
-PER_BLOCK = 128
-A4W4_GROUP = 256
-MSD_GROUP = 256
+PER_BLOCK = v4t.PER_BLOCK
+A4W4_GROUP = v4t.A4W4_GROUP
+MSD_GROUP = v4t.MSD_GROUP
 GROUP_BATCH_BYTES = 256 << 20      # the cube results of one batch of k groups (the fused kernels' input)
 
 
@@ -46,34 +52,6 @@ def _two_dim(a, mode):
         raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
                          f"{mode}: npu-emu emulates the 2-D kernel of this QuantBatchMatmulV4 mode; batched inputs "
                          f"(x1 {a.x1.shape}, x2 {a.x2.shape}) are not yet supported - loop over the batch")
-
-
-def v4_tiling(mode, m, n, k, soc, core_num=None, rows=None):
-    """Base blocks of the V4 templates (spec §10): A2 per-block 128 x 256 x 128, A2 per-group 128 x 256 x 256,
-    MSD baseM 16 rows of the 2m hi/lo matrix and baseN from the n split, 950 per-tile from the arch35 calculator.
-    The blocks are carried in the V3 tiling struct the shared kernels read; the V4 TilingData structs, the L2
-    tiling counts and the serpentine order are not reproduced (no effect on values: blocks are disjoint)."""
-    arch = _arch(soc)
-    rows = m if rows is None else rows
-    if mode == "A8W8-perblock" and arch == 3510:
-        shape = tiling_mod.MatmulShape(m, n, k, trans_b=True, perblock=True, gs_m=1)
-        tr = tiling_mod.quant_matmul_tiling(shape, soc=soc, core_num=core_num)
-        return tr, "950 per-tile base block from the arch35 calculator"
-    plat_tr = tiling_mod.quant_matmul_tiling(tiling_mod.MatmulShape(rows, n, k), soc=soc, core_num=core_num)
-    aic = plat_tr.core_num
-    if mode == "A8W4-int":
-        bm = 16
-        per_core = -(-n // max(1, -(-aic // -(-rows // 16))))
-        bn = next((c for c in (64, 128, 256, 512) if c > per_core), 512)
-        bk, what = MSD_GROUP, "MSD baseM 16 (hi/lo rows), baseN from quant_batch_matmul_v4_msd_tiling.cpp"
-    elif mode == "A8W8-perblock":
-        bm, bn, bk, what = 128, 256, PER_BLOCK, "A2 per-block 128 x 256 x 128"
-    else:
-        bm, bn, bk, what = 128, 256, A4W4_GROUP, "per-group 128 x 256 x 256"
-    shape = tiling_mod.MatmulShape(rows, n, k)
-    tr = tiling_mod.quant_matmul_tiling(shape, soc=soc, core_num=core_num, base_m=min(bm, rows), base_n=min(bn, n),
-                                        base_k=bk)
-    return tr, what
 
 
 def _rmode_sat(sw):
@@ -154,8 +132,8 @@ def compute_perblock(res, ops, sw, user_tiling=None, block_dim=None):
     """int8 G-B; batch dims of x1, x2 and the scales broadcast (golden compute_perblock), one 2-D pass each."""
     a = res.args
     m, k, _, n = routing.mnk(a.x1, a.x2, a.transpose_x1, a.transpose_x2)
-    gs_m, gs_n, _ = routing.decode_group_size(res.group_size)
-    gs_m, gs_n = max(gs_m, 1), max(gs_n, 1)
+    gm, gn, gk = routing.decode_group_size(res.group_size)
+    gs_m, gs_n = max(gm, 1), max(gn, 1)
     x1, x2 = _f32_matrices(res, ops)
     s1 = _scale2d(ops["x1_scale"], a.transpose_x1)                                  # (..., M1, G)
     s2 = _scale2d(ops["x2_scale"], a.transpose_x2)                                  # (..., G, N1)
@@ -163,9 +141,10 @@ def compute_perblock(res, ops, sw, user_tiling=None, block_dim=None):
     nb = int(np.prod(batch)) if batch else 1
     check_memory(nb * m * n * 14 + (m + n) * k * 4 + batch_bytes(m, n, k, PER_BLOCK),
                  "QuantBatchMatmulV4 per-block output and workspace")
-    tr, what = v4_tiling("A8W8-perblock", m, n, k, sw.soc, sw.core_num)
-    if block_dim is not None:
-        tr = tiling_mod.with_overrides(tr, block_dim=int(block_dim))
+    tr = v4t.with_block_dim(v4t.v4_tiling("A8W8-perblock", m, n, k, sw.soc, sw.core_num, gs=(gm, gn, gk),
+                                          has_bias=ops.get("bias") is not None, trans_a=a.transpose_x1,
+                                          trans_b=a.transpose_x2), block_dim)
+    ep = v4t.epilogue_tiling(tr, sw.soc, sw.core_num, block_dim)
     flat = lambda x: np.broadcast_to(x, batch + x.shape[-2:]).reshape((nb,) + x.shape[-2:])
     x1, x2, s1, s2 = flat(x1), flat(x2), flat(s1), flat(s2)
     bias = None if ops.get("bias") is None else \
@@ -189,12 +168,11 @@ def compute_perblock(res, ops, sw, user_tiling=None, block_dim=None):
                 cfg[v4_kernel.PB_J] = j0 + jj
                 launch(v4_kernel.perblock_step_kernel, tr.block_dim, tr.tiling, parts[jj].reshape(-1),
                        s1e.reshape(-1), x2e.reshape(-1), bias_k, acc, cfg, ub_size=tr.ub_size, validate=False)
-        y, report = _finish(tr, acc, sw, None, None if a2 else b_row, a.out.dtype, m, n)
+        y, report = _finish(ep, acc, sw, None, None if a2 else b_row, a.out.dtype, m, n)
         ys.append(y)
     y = np.stack(ys).reshape(batch + (m, n))
     order = "A2/A3: bias is the accumulator's start value" if a2 else "950: bias added after the last k block"
-    notes = [what, order, "int32 block sums per 128-wide k block"] + ([f"batch {batch}: {nb} 2-D passes"] if batch
-                                                                     else [])
+    notes = [order, "int32 block sums per 128-wide k block"] + ([f"batch {batch}: {nb} 2-D passes"] if batch else [])
     return y, _trace(res, tr, sw, "G-B", notes, report)
 
 
@@ -209,9 +187,9 @@ def compute_a4w4_asym(res, ops, sw, user_tiling=None, block_dim=None):
     gs_k = routing.decode_group_size(res.group_size)[2] or A4W4_GROUP
     check_memory(m * n * 14 + (m + n) * k * 4 + batch_bytes(m, n, k, A4W4_GROUP),
                  "QuantBatchMatmulV4 per-group output and workspace")
-    tr, what = v4_tiling("A4W4-pergroup-asym", m, n, k, sw.soc, sw.core_num)
-    if block_dim is not None:
-        tr = tiling_mod.with_overrides(tr, block_dim=int(block_dim))
+    tr = v4t.with_block_dim(v4t.v4_tiling("A4W4-pergroup-asym", m, n, k, sw.soc, sw.core_num, gs=(0, 0, gs_k)),
+                            block_dim)
+    ep = v4t.epilogue_tiling(tr, sw.soc, sw.core_num, block_dim)
     x1, x2 = _f32_matrices(res, ops)
     s2 = np.ascontiguousarray(operands.scale_values(ops["x2_scale"]), np.float32)        # (G, n)
     off = np.ascontiguousarray(ops["x2_offset"].data.astype(np.float32))                 # (G, n), exact widening
@@ -230,8 +208,8 @@ def compute_a4w4_asym(res, ops, sw, user_tiling=None, block_dim=None):
             launch(v4_kernel.a4w4_group_kernel, tr.block_dim, tr.tiling, parts[jj].reshape(-1), rowsums[gi],
                    np.ascontiguousarray(off[gi]), np.ascontiguousarray(s2[gi]), acc, cfg, ub_size=tr.ub_size,
                    validate=False)
-    y, report = _finish(tr, acc, sw, s1, None, a.out.dtype, m, n)
-    return y, _trace(res, tr, sw, "K-G asym", [what, f"gsK {gs_k}"], report)
+    y, report = _finish(ep, acc, sw, s1, None, a.out.dtype, m, n)
+    return y, _trace(res, tr, sw, "K-G asym", [f"gsK {gs_k}"], report)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -258,11 +236,8 @@ def compute_msd(res, ops, sw, user_tiling=None, block_dim=None):
     gs = MSD_GROUP if per_group else k
     s2 = tqp.deq_scale(x2s.data).reshape(-1 if per_group else 1, n)        # FP19 of the U64 words, (G, n)
     s2 = np.ascontiguousarray(s2, np.float32)
-    tr, what = v4_tiling("A8W4-int", m, n, k, sw.soc, sw.core_num, rows=2 * m)
-    tr_out, _ = v4_tiling("A8W4-int", m, n, k, sw.soc, sw.core_num, rows=m)
-    if block_dim is not None:
-        tr = tiling_mod.with_overrides(tr, block_dim=int(block_dim))
-        tr_out = tiling_mod.with_overrides(tr_out, block_dim=int(block_dim))
+    tr = v4t.with_block_dim(v4t.v4_tiling("A8W4-int", m, n, k, sw.soc, sw.core_num, per_group=per_group), block_dim)
+    ep = v4t.epilogue_tiling(tr, sw.soc, sw.core_num, block_dim)
     ops = _x2_nd(ops, a, sw)
     x1 = logical(int_values(ops["x1"]), a.transpose_x1)
     hl = msd_split(np.ascontiguousarray(x1)).astype(np.float32)
@@ -279,12 +254,12 @@ def compute_msd(res, ops, sw, user_tiling=None, block_dim=None):
                    np.ascontiguousarray(s2[j0 + jj]), ws, cfg, ub_size=tr.ub_size, validate=False)
     y_off = np.ascontiguousarray(operands.scale_values(ops["y_offset"]).reshape(-1), np.float32)
     y = np.empty(m * n, np.float32)
-    launch(v4_kernel.msd_combine_kernel, tr_out.block_dim, tr_out.tiling, ws, y_off, y, ub_size=tr_out.ub_size,
+    launch(v4_kernel.msd_combine_kernel, tr.block_dim, tr.tiling, ws, y_off, y, ub_size=tr.ub_size,
            validate=False)
     s1 = np.ascontiguousarray(operands.scale_values(ops["x1_scale"]).reshape(-1), np.float32)
-    out, report = _finish(tr_out, y, sw, s1, None, a.out.dtype, m, n)
+    out, report = _finish(ep, y, sw, s1, None, a.out.dtype, m, n)
     label = "A8W4-int MSD " + ("K-G" if per_group else "K-C")
-    return out, _trace(res, tr, sw, label, [what, "fp16 workspace: Fixpipe fp32 -> fp16, fp16 atomic add per k group "
+    return out, _trace(res, tr, sw, label, ["fp16 workspace: Fixpipe fp32 -> fp16, fp16 atomic add per k group "
                                                   "in ascending order (spec §7.7, Q8)"], report)
 
 
@@ -329,23 +304,23 @@ def _fp4_codes(op, order):
 def compute_a8w4_float(res, ops, sw, user_tiling=None, block_dim=None):
     a = res.args
     m, k, _, n = routing.mnk(a.x1, a.x2, a.transpose_x1, a.transpose_x2)
+    weight_nz = ops["x2"].desc.fmt == "NZ"
     ops = _x2_nd(ops, a, sw)
     check_memory(m * n * 12 + k * n * 10 + m * k * 8, "QuantBatchMatmulV4 A8W4 float output and operands")
-    shape = tiling_mod.MatmulShape(m, n, k, trans_b=a.transpose_x2, a_dtype=a.x1.dtype, b_dtype="float4_e2m1",
-                                   is_mx=a.x1_scale is not None)
-    tr = tiling_mod.quant_matmul_tiling(shape, soc=sw.soc, core_num=sw.core_num)
-    if block_dim is not None:
-        tr = tiling_mod.with_overrides(tr, block_dim=int(block_dim))
-    base_k = tr.tiling.matmulTiling.baseK
-    notes = ["base blocks from the arch35 calculator: the RegBase (T-CG) and MX-SWAT (MxA8W4) searches are not "
-             "reproduced (no effect on values)", f"float_accum {sw.float_accum}"]
+    tr = v4t.with_block_dim(v4t.v4_tiling("A8W4-float", m, n, k, sw.soc, sw.core_num, trans_b=a.transpose_x2,
+                                          weight_nz=weight_nz, mx=a.x1_scale is not None,
+                                          has_bias=a.bias is not None, out_dtype=a.out.dtype, a_dtype=a.x1.dtype),
+                            block_dim)
+    ep = v4t.epilogue_tiling(tr, sw.soc, sw.core_num, block_dim)
+    base_k = ep.tiling.matmulTiling.baseK
+    notes = [f"float_accum {sw.float_accum}"]
     if a.x1_scale is not None:                                   # MxA8W4: the V3 MX cube on the same operands
         from npu_emu.kernels.quant_matmul.api import _float_cube
 
         plan = routing.QuantPlan("MX", "float", "mx", "cube", a.out.dtype)
-        acc = _float_cube(plan, a, ops["x1"], ops["x2"], ops, sw, tr, m, n, k, 1, notes).reshape(-1)
+        acc = _float_cube(plan, a, ops["x1"], ops["x2"], ops, sw, ep, m, n, k, 1, notes).reshape(-1)
         bias = None if ops.get("bias") is None else operands.scale_values(ops["bias"]).reshape(-1)
-        y, report = _finish(tr, acc, sw, None, bias, a.out.dtype, m, n)
+        y, report = _finish(ep, acc, sw, None, bias, a.out.dtype, m, n)
         notes.append("Blaze MatmulWithWeightQuantMx internals undocumented: the golden formula (spec §7.5, Q6)")
         return y, _trace(res, tr, sw, "MxA8W4", notes, report)
     # T-CG: the AIV weight prologue, the fp8 cube, the Fixpipe yScale
@@ -373,7 +348,7 @@ def compute_a8w4_float(res, ops, sw, user_tiling=None, block_dim=None):
                              float_accum=sw.float_accum, base_k=base_k)
     acc = np.ascontiguousarray(acc, np.float32).reshape(-1)
     y_scale = np.ascontiguousarray(tqp.deq_scale(ops["y_scale"].data).reshape(-1), np.float32)
-    y, report = _finish_scaled(tr, acc, sw, y_scale, a.out.dtype, m, n)
+    y, report = _finish_scaled(ep, acc, sw, y_scale, a.out.dtype, m, n)
     notes.append("weight: fp4 x group scale in bf16/fp16, then E4M3FN (tcg_fp8_overflow "
                  f"{sw.tcg_fp8_overflow}); Fixpipe f32(S * t19(yScale))")
     return y, _trace(res, tr, sw, "T-CG", notes, report)

@@ -1,7 +1,9 @@
 """Per-core kernels of the QuantBatchMatmulV4 modes (spec quant_matmul.md §7.4, §7.7, §7.8, §10).
 
 Each kernel is one k-group step (or the final combine) of a V4 mix kernel: ``for core in prange(block_dim)`` the
-core walks its base blocks ``core, core + blockDim, ...`` (kernel._block, the order of tiling.block_coords) and
+core walks its base blocks ``core, core + blockDim, ...`` (kernel._block, the order of tiling.block_coords), read
+from the V4 TilingData struct of its template (v4_tiling.py: the MSD struct, the A2 per-block struct, the 950
+BasicAPI struct or the V3 struct of the per-group kernels; :func:`_v4_walk` turns each into the shared walk), and
 applies the AIV vector chain of that step to its block's rows. The cube's int32 block result for the group
 arrives as ``part`` (float32 holding exact integers: the GM workspace after the int32 -> fp32 CAST_RINT, exact
 below 2^24, which every V4 group size guarantees). Blocks own disjoint output rectangles, so nothing depends on
@@ -25,6 +27,7 @@ traffic: the accumulator is read and written once per batch of groups instead of
 
 import numpy as np
 from numba import njit, prange
+from numba.extending import overload
 
 from npu_emu.dtypes import scalar
 from npu_emu.jit_options import PARALLEL
@@ -36,6 +39,66 @@ PB_J, PB_G, PB_BIAS_FIRST, PB_LEN = 0, 1, 2, 3
 MSD_RMODE, MSD_SAT, MSD_LEN = 0, 1, 2
 
 
+# ---- the block walk of each V4 struct -----------------------------------------------------------------------------
+# geo = (M, N, baseM, baseN, mTileCntL2, nTileCntL2, mTileBlock, nTileBlock, calOrder), as kernel._walk returns it.
+# Not IR inlines, for the reason kernel._walk gives.
+
+@njit(cache=True, error_model="numpy")
+def _walk_perblock_a2(td):
+    """QuantBatchMatmulV4PerblockTilingData: 2-D, the L2 tiles of tileL2cacheTiling."""
+    cube = td.matmulTiling
+    l2 = td.tileL2cacheTiling
+    geo = (cube.M, cube.N, cube.baseM, cube.baseN, l2.mTileCntL2, l2.nTileCntL2, l2.mTileBlock, l2.nTileBlock,
+           l2.calOrder)
+    return geo, _cdiv(cube.M, cube.baseM) * _cdiv(cube.N, cube.baseN)
+
+
+@njit(cache=True, error_model="numpy")
+def _walk_basic_api(td):
+    """QuantBatchMatmulV3BasicAPITilingData (950 per-tile): one L2 tile, blocks row-major (the sliding-window order
+    is not reproduced; blocks are disjoint, so the order changes no value)."""
+    cube = td.matmulTiling
+    m_cnt = _cdiv(cube.m, cube.baseM)
+    n_cnt = _cdiv(cube.n, cube.baseN)
+    one = np.int64(1)
+    geo = (cube.m, cube.n, cube.baseM, cube.baseN, one, one, m_cnt, n_cnt, np.int64(0))
+    return geo, td.params.batchC * m_cnt * n_cnt
+
+
+@njit(cache=True, error_model="numpy")
+def _walk_msd(td, tokens):
+    """QuantBatchMatmulV4MsdTilingData (quant_batch_matmul_v4_msd.h Process: block i -> (i / nBlocks, i % nBlocks)
+    over the 2m-row hi/lo matrix in baseM x baseN blocks). ``tokens``: the same blocks over the m output rows
+    (baseM / 2 tokens each, what a block's AIV combine writes)."""
+    cube = td.matmulTiling
+    rows = td.mSize if tokens else 2 * td.mSize
+    base_m = cube.baseM // 2 if tokens else cube.baseM
+    m_cnt = _cdiv(rows, base_m)
+    n_cnt = _cdiv(td.nSize, cube.baseN)
+    one = np.int64(1)
+    geo = (rows, td.nSize, base_m, cube.baseN, one, one, m_cnt, n_cnt, np.int64(0))
+    return geo, m_cnt * n_cnt
+
+
+def _v4_walk(td):
+    """(geo, total) of the V4 struct ``td`` (njit only; dispatched on the struct's members at compile time)."""
+    raise NotImplementedError("_v4_walk runs inside njit kernels only")
+
+
+@overload(_v4_walk)
+def _v4_walk_impl(td):
+    names = getattr(td, "fields", ())
+    if "mSize" in names and "parallNum" in names:
+        return lambda td: _walk_msd(td, False)
+    if "tileL2cacheTiling" in names and "params" in names:
+        return lambda td: _walk(td)
+    if "tileL2cacheTiling" in names:
+        return lambda td: _walk_perblock_a2(td)
+    if "params" in names and "adaptiveSlidingWin" in names:
+        return lambda td: _walk_basic_api(td)
+    return None
+
+
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def perblock_step_kernel(block_dim, td, ub_size, part, x1s, x2s, bias, acc, cfg):
     """k block j: s = f32(x1s[row, j]·x2s[j, col]); p = f32(part·s); acc = f32(p + acc).
@@ -45,12 +108,12 @@ def perblock_step_kernel(block_dim, td, ub_size, part, x1s, x2s, bias, acc, cfg)
     part, acc flat (M, N); x1s flat (M, G); x2s flat (G, N), the per-column view of the (G, ⌈N/gsN⌉) scales
     (the host repeats each gsN times, so the vector Mul reads one scale per column); bias (N,) or empty.
     """
-    n = td.matmulTiling.N
     j = cfg[PB_J]
     g = cfg[PB_G]
     bias_first = cfg[PB_BIAS_FIRST] != 0
     has_bias = bias.size > 0
-    geo, total = _walk(td)
+    geo, total = _v4_walk(td)
+    n = geo[1]
     for core in prange(block_dim):
         for idx in range(np.int64(core), total, block_dim):
             b, r0, rows, c0, cols = _block(geo, idx)
@@ -78,8 +141,8 @@ def a4w4_group_kernel(block_dim, td, ub_size, part, rowsum, x2off, x2s, acc, cfg
     (exact small integers); x2off (N,) float32 (widened from fp16, exact); x2s (N,); cfg unused (kept for the
     launch signature).
     """
-    n = td.matmulTiling.N
-    geo, total = _walk(td)
+    geo, total = _v4_walk(td)
+    n = geo[1]
     for core in prange(block_dim):
         for idx in range(np.int64(core), total, block_dim):
             b, r0, rows, c0, cols = _block(geo, idx)
@@ -164,10 +227,10 @@ def msd_group_kernel(block_dim, td, ub_size, part, s2, ws, cfg):
 
     part flat (2M, N) float32 exact integers; s2 (N,) the FP19 scales of group g; ws flat (2M, N) uint16 fp16
     bits (zeroed before the first group)."""
-    n = td.matmulTiling.N
     rmode = cfg[MSD_RMODE]
     sat = cfg[MSD_SAT] != 0
-    geo, total = _walk(td)
+    geo, total = _walk_msd(td, False)
+    n = geo[1]
     for core in prange(block_dim):
         for idx in range(np.int64(core), total, block_dim):
             b, r0, rows, c0, cols = _block(geo, idx)
@@ -210,9 +273,9 @@ def msd_fused_kernel(parts, j0, s2, ws, cfg):
 def msd_combine_kernel(block_dim, td, ub_size, ws, y_offset, y):
     """Per token t: y[t, n] = f32(f32(f32(16·H) + L) + yOffset[n]), H = ws row 2t, L = ws row 2t + 1.
 
-    The tiling here is over the (M, N) output; ws flat (2M, N) uint16; y flat (M, N) float32."""
-    n = td.matmulTiling.N
-    geo, total = _walk(td)
+    Walks the MSD struct's blocks over the m tokens; ws flat (2M, N) uint16; y flat (M, N) float32."""
+    geo, total = _walk_msd(td, True)
+    n = geo[1]
     for core in prange(block_dim):
         for idx in range(np.int64(core), total, block_dim):
             b, r0, rows, c0, cols = _block(geo, idx)
