@@ -19,7 +19,10 @@ element multiply and the codecs of npu_emu.dtypes in loops over contiguous row s
 branches, which LLVM vectorises (the codecs are written with selects: encode_e4m3fn, encode_e5m2, the RINT path of
 the FP4 encoders). Column blocks (the grouped op, DynamicMxQuant off the last
 axis) take the block maxima row by row over a run of columns, then encode row by row with one reciprocal per column;
-runs along a row (DynamicMxQuant on the last axis) take one reciprocal per 32-element block. ``faithful`` stages every
+runs along a row (DynamicMxQuant on the last axis) take one reciprocal per 32-element block, expanded to one per
+element so that a unit's whole run converts as one row. The OCP scale codes and reciprocals of a row of blocks are one
+branch-free loop too (_ocp_scales), and the grouped op walks 64-row slabs of FUSED_COLS columns instead of the
+device's 64 x 128 tiles (grouped_fused_kernel), which read x in short pieces of far-apart rows. ``faithful`` stages every
 tile through UB and converts every element through _enc_one, the per-element transliteration; the tests prove both
 paths equal (tests/kernels/mx_quant/test_mx_fast.py) and equal to the golden.
 
@@ -185,17 +188,16 @@ def _stat_key(b, xk, alg, dyn, nan_ignore):
 @njit(**_FN)
 def _stats(xs, xb, xstride, r0, r1, ncols, stat, stat16, xk, alg, dyn, nan_ignore):
     """stat[j] = max over rows [r0, r1) of the key of column j. BF16 keys are bit masks of the input, kept in
-    int32 (``stat16``) so the loops vectorise (the OCP exponent is taken as 0x7F80 bits and shifted once at the
+    uint16 (``stat16``) so the loops vectorise 16 lanes wide (the OCP exponent is taken as 0x7F80 bits and shifted once at the
     end)."""
     if xk == X_BF16 and (alg == ALG_OCP or alg == ALG_RANGE or not nan_ignore):
-        mask = np.int32(0x7F80 if alg == ALG_OCP else 0x7FFF)
+        mask = np.uint16(0x7F80 if alg == ALG_OCP else 0x7FFF)
         for j in range(ncols):
             stat16[j] = 0
         for r in range(r0, r1):
             xr = xs[xb + r * xstride:xb + r * xstride + ncols]      # a row slice: lets the loop vectorise
             for j in range(ncols):
-                v = np.int32(xr[j]) & mask
-                stat16[j] = v if v > stat16[j] else stat16[j]
+                stat16[j] = max(np.uint16(xr[j] & mask), stat16[j])
         for j in range(ncols):
             stat[j] = np.int64(stat16[j]) >> 7 if alg == ALG_OCP else np.int64(stat16[j])
         return
@@ -263,6 +265,34 @@ def _scale(stat, xk, alg, add, em, legacy, dyn, r32, mlb32, ftz):
     if sh == 0x7F00:
         return c & 0xFF, np.int64(0x0040)
     return c & 0xFF, (0x7F00 - sh) & 0xFFFF
+
+
+@njit(**_INL)
+def _ocp_code_recip(stat, em, legacy):
+    """_scale's OCP branch (no ftz) written with selects, so that a loop over a row of blocks vectorises; equal to
+    _scale for every statistic, emax and legacy flag (tests/kernels/mx_quant/test_mx_fast.py)."""
+    code = stat - em
+    low = stat <= em
+    rb = np.int64(0x0040) if code == 254 else np.int64(0x7F00) - (code << 7)
+    rb = (np.int64(0x7F00) if (legacy and stat != 0) else np.int64(0)) if low else rb
+    c = np.int64(0) if low else code
+    nan = stat == 255
+    return (np.int64(255) if nan else c), (np.int64(0x7F81) if nan else rb)
+
+
+@njit(**_FN)
+def _ocp_scales(stat, nblk, em, legacy, recips, ss, sb, sstride):
+    """Codes and FP32 reciprocals of ``nblk`` OCP blocks: code b to ss[sb + b * sstride], reciprocal to recips[b]."""
+    for b in range(nblk):
+        c, rb = _ocp_code_recip(stat[b], em, legacy)
+        recips[b] = u32_as_f32(np.uint32(rb << 16))
+        ss[sb + b * sstride] = np.uint8(c)
+
+
+@njit(**_INL)
+def _fast_scales(p):
+    """Whether a block row's scales may take _ocp_scales (the fused path, OCP, no ftz) instead of _block_scale."""
+    return p[P_FAITHFUL] == 0 and p[P_ALG] == ALG_OCP and p[P_FTZ] == 0
 
 
 @njit(**_INL)
@@ -359,6 +389,13 @@ def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystr
                 _fast_row(xr, yr, recips, rc, ncols, D_E1M2, False)
 
 
+@njit(**_INL)
+def _fast_convert(p):
+    """Whether _convert takes _convert_fast: BF16 input, RINT, no switches, not faithful."""
+    return (p[P_FAITHFUL] == 0 and p[P_XK] == X_BF16 and p[P_FTZ] == 0 and p[P_SIGNED_ZERO] != 0
+            and p[P_HIGH_FIRST] == 0 and (p[P_DST] < D_E2M1 or p[P_RMODE] == CAST_RINT))
+
+
 @njit(**_FN)
 def _convert(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, p):
     """Rows [r0, r1) x ncols columns of x -> codes (FP4: packed pairs, ncols even); y row r at ys[yb + r * ystride].
@@ -370,7 +407,7 @@ def _convert(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, 
     ftz, sz, hf = p[P_FTZ] != 0, p[P_SIGNED_ZERO] != 0, p[P_HIGH_FIRST]
     bf16_mul = p[P_DYN] != 0 and xk == X_BF16
     fp4 = dst >= D_E2M1
-    if p[P_FAITHFUL] == 0 and xk == X_BF16 and not ftz and sz and hf == 0 and (not fp4 or rmode == CAST_RINT):
+    if _fast_convert(p):
         _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst)
         return
     for r in range(r0, r1):
@@ -409,38 +446,52 @@ def _column_blocks(xs, xb, xstride, r0, r1, ncols, ys, yb, ystride, ss, sb, slot
     """Rows [r0, r1) of a tile, ``ncols`` columns: one block per column. Scale code of column j goes to
     ss[sb + 2 * j + slot]; y row r starts at ys[yb + r * ystride] (packed bytes for FP4)."""
     _stats(xs, xb, xstride, r0, r1, ncols, scr, scr16, p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0)
-    for j in range(ncols):
-        code, recips[j] = _block_scale(scr[j], p, r32, mlb32)
-        ss[sb + 2 * j + slot] = np.uint8(code)
+    if _fast_scales(p):
+        _ocp_scales(scr, ncols, EMAX_OF[p[P_DST]], p[P_LEGACY] != 0, recips, ss, sb + slot, 2)
+    else:
+        for j in range(ncols):
+            code, recips[j] = _block_scale(scr[j], p, r32, mlb32)
+            ss[sb + 2 * j + slot] = np.uint8(code)
     _convert(xs, xb, xstride, r0, r1, ncols, recips, 0, 1, ys, yb, ystride, p)
 
 
 @njit(**_FN)
-def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, p, r32, mlb32):
+def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, rexp, p, r32, mlb32):
     """``nblk`` consecutive blocks of ``bs`` elements from xs[xb] (the last one ``last`` long), codes to
-    ss[sb + b] followed by ``pad`` 0x00 pad slots; y from ys[yb] (FP4: packed; bs and last even)."""
+    ss[sb + b] followed by ``pad`` 0x00 pad slots; y from ys[yb] (FP4: packed; bs and last even). ``rexp``: scratch
+    for one reciprocal per element, which lets the fused path convert the whole run as one row (empty: per block)."""
     xk, alg, dyn, ni = p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0
     for b in range(nblk):
         n = bs if b < nblk - 1 else last
         row = xb + b * bs
         m = np.int64(0)
         if xk == X_BF16 and (alg == ALG_OCP or alg == ALG_RANGE or not ni):
-            mask = np.int32(0x7F80 if alg == ALG_OCP else 0x7FFF)
-            m32 = np.int32(0)
+            mask = np.uint16(0x7F80 if alg == ALG_OCP else 0x7FFF)
+            m16 = np.uint16(0)
             xr = xs[row:row + n]
             for i in range(n):
-                v = np.int32(xr[i]) & mask
-                m32 = v if v > m32 else m32
-            m = np.int64(m32) >> 7 if alg == ALG_OCP else np.int64(m32)
+                m16 = max(np.uint16(xr[i] & mask), m16)
+            m = np.int64(m16) >> 7 if alg == ALG_OCP else np.int64(m16)
         else:
             for i in range(n):
                 m = max(m, _stat_key(_load(xs, row + i, xk), xk, alg, dyn, ni))
-        code, recips[b] = _block_scale(m, p, r32, mlb32)
-        ss[sb + b] = np.uint8(code)
+        scr[b] = m
+    if _fast_scales(p):
+        _ocp_scales(scr, nblk, EMAX_OF[p[P_DST]], p[P_LEGACY] != 0, recips, ss, sb, 1)
+    else:
+        for b in range(nblk):
+            code, recips[b] = _block_scale(scr[b], p, r32, mlb32)
+            ss[sb + b] = np.uint8(code)
     for b in range(nblk, nblk + pad):
         ss[sb + b] = np.uint8(0)
     fp4 = p[P_DST] >= D_E2M1
     ybs = bs // 2 if fp4 else bs
+    nel = (nblk - 1) * bs + last
+    if _fast_convert(p) and rexp.size >= nel:
+        for b in range(nblk):
+            rexp[b * bs:b * bs + (bs if b < nblk - 1 else last)] = recips[b]
+        _convert_fast(xs, xb, nel, 0, 1, nel, rexp, 0, 1, ys, yb, 0, p[P_DST])
+        return
     full = nblk if last == bs else nblk - 1
     _convert(xs, xb, bs, 0, full, bs, recips, 1, 0, ys, yb, ybs, p)
     if full < nblk:
@@ -554,7 +605,7 @@ def _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32):
     grouped_core_tiles(td.usedCoreNum, core, group_index, td.groupNum, td.blockColSize, td.blockRowCount, tiles)
     ub = np.empty(ub_size if p[P_FAITHFUL] != 0 else 0, np.uint8)
     scr = np.empty(td.blockRowSize, np.int64)
-    scr16 = np.empty(td.blockRowSize, np.int32)
+    scr16 = np.empty(td.blockRowSize, np.uint16)
     recips = np.empty(td.blockRowSize, np.float32)
     for t in range(n_tiles):
         _grouped_tile(x_gm, y_gm, s_gm, ub, td, tiles[t, 0], tiles[t, 1], tiles[t, 2], tiles[t, 3], fp4, scr,
@@ -567,6 +618,62 @@ def grouped_dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, group_index, y
     for core in prange(block_dim):
         if core < td.usedCoreNum:
             _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32)
+
+
+FUSED_COLS = 1024      # columns per slab of the fused grouped walk: 32 rows of them stay in L2 between the passes
+
+
+@njit(parallel=PARALLEL, **_FN)
+def grouped_fused_kernel(td, x_gm, group_index, y_gm, s_gm, p, r32):
+    """The grouped op with ``faithful=False``: the same column blocks and arithmetic as the tiles (_column_blocks on
+    GM), walked as 64-row slabs of FUSED_COLS columns spread over the host threads. The device's 64 x 128 tiles read
+    x in 256-byte pieces of rows 2n bytes apart, which leaves the host waiting on memory; a slab reads 2 KiB runs.
+    run_grouped takes this walk only when the tiles partition x (column tiles covering [0, n) exactly, every core
+    launched), so every block is converted once either way; the tests compare both walks on every tiling branch."""
+    n = td.rowSize
+    fp4 = p[P_DST] >= D_E2M1
+    y_row = n // 2 if fp4 else n
+    half = td.blockColSize // 2
+    nch = (n + FUSED_COLS - 1) // FUSED_COLS
+    slabs = 0
+    for g in range(td.groupNum):
+        size = np.int64(group_index[g]) - (np.int64(group_index[g - 1]) if g > 0 else 0)
+        slabs += (size + td.blockColSize - 1) // td.blockColSize if size > 0 else 0
+    table = np.empty((slabs, 4), np.int64)               # (group, group start, rows, 64-row block in group)
+    k = 0
+    for g in range(td.groupNum):
+        start = np.int64(group_index[g - 1]) if g > 0 else np.int64(0)
+        size = np.int64(group_index[g]) - start
+        for b in range((size + td.blockColSize - 1) // td.blockColSize if size > 0 else 0):
+            table[k, 0], table[k, 1] = g, start
+            table[k, 2], table[k, 3] = min(td.blockColSize, size - b * td.blockColSize), b
+            k += 1
+    for t in prange(slabs * nch):
+        g, start, rows, b = table[t // nch, 0], table[t // nch, 1], table[t // nch, 2], table[t // nch, 3]
+        c0 = (t % nch) * FUSED_COLS
+        cols = min(FUSED_COLS, n - c0)
+        scr = np.empty(cols, np.int64)
+        scr16 = np.empty(cols, np.uint16)
+        recips = np.empty(cols, np.float32)
+        x_off = (start + b * td.blockColSize) * n + c0
+        s_off = (start // 64 + g + b) * n * 2 + c0 * 2
+        y_off = x_off // 2 if fp4 else x_off
+        for slot in range(2):
+            r0 = slot * half
+            if r0 < rows:
+                _column_blocks(x_gm, x_off, n, r0, min(rows, r0 + half), cols, y_gm, y_off, y_row, s_gm, s_off, slot,
+                               scr, scr16, recips, p, r32, np.float32(0.0))
+            else:
+                for j in range(cols):
+                    s_gm[s_off + 2 * j + 1] = 0
+
+
+def fused_walk_covers(td, block_dim, params):
+    """Whether run_grouped may take grouped_fused_kernel: not faithful, and the tiles partition x (so that the slab
+    walk converts the same blocks once each)."""
+    cols_end = (td.blockRowCount - 1) * td.blockRowSize + td.blockRowTailSize
+    return (params[P_FAITHFUL] == 0 and td.blockRowCount > 0 and cols_end == td.rowSize
+            and 0 < td.blockRowTailSize <= td.blockRowSize and block_dim >= td.usedCoreNum)
 
 
 @njit(**_FN)
@@ -649,8 +756,14 @@ def run_grouped(x_bits, group_index, y, mxscale, tr, params, r32, *, shape, vali
     _check_grouped_tiling(td, m, n, tr.ub_size, group_index, validate)
     access = grouped_access(td, group_index, m, n, fp4, tr.block_dim) if validate else None
 
+    fused = fused_walk_covers(td, tr.block_dim, params)
+
     def grouped_dynamic_mx_quant(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm):
-        grouped_dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm, params, np.float32(r32))
+        if fused:
+            grouped_fused_kernel(tdn, x_gm, gi_gm, y_gm, s_gm, params, np.float32(r32))
+        else:
+            grouped_dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm, params,
+                                            np.float32(r32))
 
     report = launch(grouped_dynamic_mx_quant, tr.block_dim, td, x_bits, group_index, y, mxscale,
                     ub_size=tr.ub_size, access=access, validate=validate)
@@ -699,7 +812,7 @@ def _check_grouped_tiling(td, m, n, ub_size, group_index, validate):
 # ---------------------------------------------------------------------------------------------------------------
 
 @njit(**_INL)
-def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, p, r32, mlb32):
+def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, rexp, p, r32, mlb32):
     """One unit of the decomposition: (pre index, chunk of block pairs, chunk of post-axis columns).
 
     x_gm holds uint16 words (FP32 elements are two words); every index below counts elements."""
@@ -739,7 +852,7 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, p, r32, 
             xs, xb, ys, yb, ss, sb = x_gm, x0, y_gm, (x0 // 2 if fp4 else x0), s_gm, s0
         # an odd block count leaves the pair's second slot: the pad written by _row_blocks
         _row_blocks(xs, xb, nblk, bs, nel - (nblk - 1) * bs, 2 * (q1 - q0) - nblk, ys, yb, ss, sb, scr, recips,
-                    p, r32, mlb32)
+                    rexp, p, r32, mlb32)
         if faithful:
             _copy_out(y_gm[(x0 // 2 if fp4 else x0):], ub_y, 1, nel // 2 if fp4 else nel, 0)
             _copy_out(s_gm[s0:], ub_s, 1, 2 * (q1 - q0), 0)
@@ -779,10 +892,12 @@ def _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32):
     ub = np.empty(ub_size if p[P_FAITHFUL] != 0 else 0, np.uint8)
     width = max(td.postChunk, 2 * td.pairChunk)
     scr = np.empty(width, np.int64)
-    scr16 = np.empty(width, np.int32)
+    scr16 = np.empty(width, np.uint16)
     recips = np.empty(width, np.float32)
+    # runs along the last axis: one reciprocal per element of a unit's run for the fused convert
+    rexp = np.empty(2 * td.blockSize * td.pairChunk if td.postAxisSize == 1 and _fast_convert(p) else 0, np.float32)
     for u in range(first, first + count):
-        _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, p, r32, mlb32)
+        _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, rexp, p, r32, mlb32)
 
 
 @njit(parallel=PARALLEL, **_FN)

@@ -109,3 +109,19 @@ def test_fast_equals_faithful_end_to_end(dst):
         a = api.npu_dynamic_mx_quant(xb, axis=axis, dst_type=dst)
         b = api.npu_dynamic_mx_quant(xb, axis=axis, dst_type=dst, faithful=True)
         assert all(np.array_equal(np.asarray(u).view(np.uint8), np.asarray(v).view(np.uint8)) for u, v in zip(a, b))
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+@pytest.mark.parametrize("dst", DSTS)
+def test_ocp_scales_equal_scale_for_every_statistic(dst, legacy):
+    # the fused path's branch-free OCP scale (_ocp_scales) against _scale's OCP branch, for every block exponent
+    stat = np.arange(256, dtype=np.int64)
+    recips = np.empty(256, np.float32)
+    codes = np.full(2 * 256 + 1, 0xEE, np.uint8)
+    em = K.EMAX_OF[dst]
+    K._ocp_scales(stat, 256, em, legacy, recips, codes, 1, 2)
+    for st in range(256):
+        code, rb = K._scale(st, K.X_BF16, K.ALG_OCP, 0, em, legacy, False, np.float32(0), np.float32(0), False)
+        assert codes[1 + 2 * st] == code, (st, codes[1 + 2 * st], code)
+        assert recips[st:st + 1].view(np.uint32)[0] == np.uint32(rb) << 16, (st, rb)
+    assert (codes[0::2] == 0xEE).all()                 # the stride leaves the other slot alone
