@@ -22,9 +22,9 @@ axis) take the block maxima row by row over a run of columns, then encode row by
 runs along a row (DynamicMxQuant on the last axis) take one reciprocal per 32-element block, expanded to one per
 element so that a unit's whole run converts as one row. The OCP scale codes and reciprocals of a row of blocks are one
 branch-free loop too (_ocp_scales), and the grouped op walks 64-row slabs of FUSED_COLS columns instead of the
-device's 64 x 128 tiles (grouped_fused_kernel), which read x in short pieces of far-apart rows. ``faithful`` stages every
-tile through UB and converts every element through _enc_one, the per-element transliteration; the tests prove both
-paths equal (tests/kernels/mx_quant/test_mx_fast.py) and equal to the golden.
+device's 64 x 128 tiles (grouped_fused_kernel), which read x in short pieces of far-apart rows. ``faithful`` stages
+every tile through UB and converts every element through _enc_one, the per-element transliteration; the tests prove
+both paths equal (tests/kernels/mx_quant/test_mx_fast.py) and equal to the golden.
 
 Cores write disjoint GM ranges, so results do not depend on the host thread count.
 """
@@ -188,8 +188,8 @@ def _stat_key(b, xk, alg, dyn, nan_ignore):
 @njit(**_FN)
 def _stats(xs, xb, xstride, r0, r1, ncols, stat, stat16, xk, alg, dyn, nan_ignore):
     """stat[j] = max over rows [r0, r1) of the key of column j. BF16 keys are bit masks of the input, kept in
-    uint16 (``stat16``) so the loops vectorise 16 lanes wide (the OCP exponent is taken as 0x7F80 bits and shifted once at the
-    end)."""
+    uint16 (``stat16``) so the loops vectorise 16 lanes wide (the OCP exponent is taken as 0x7F80 bits and shifted
+    once at the end)."""
     if xk == X_BF16 and (alg == ALG_OCP or alg == ALG_RANGE or not nan_ignore):
         mask = np.uint16(0x7F80 if alg == ALG_OCP else 0x7FFF)
         for j in range(ncols):
