@@ -28,7 +28,6 @@ basic-block solver, SWAT solver, the ASW sliding-window tails) and the template 
 result, because blocks own disjoint output tiles and every value is computed in the same order whatever the split.
 """
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from npu_emu import platforms
@@ -540,9 +539,9 @@ def epilogue_tiling(tr, soc, core_num=None, block_dim=None):
         rows, bm = td.mSize, max(1, bm // 2)
     view = tiling_mod.quant_matmul_tiling(MatmulShape(rows, n, k), soc=soc, core_num=core_num, base_m=min(bm, rows),
                                           base_n=min(bn, n), base_k=bk)
-    return view if block_dim is None else tiling_mod.with_overrides(view, block_dim=int(block_dim))
+    return with_block_dim(view, block_dim)
 
 
 def with_block_dim(tr, block_dim):
     """The ``block_dim=`` override (an npu-emu switch) applied to a V4 TilingResult."""
-    return tr if block_dim is None else dataclasses.replace(tr, block_dim=int(block_dim))
+    return tr if block_dim is None else tiling_mod.with_overrides(tr, block_dim=int(block_dim))
