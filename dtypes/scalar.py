@@ -27,7 +27,10 @@ Choices made here where codecs.md is silent (all **[HW-unverified]**):
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 CAST_NONE = 0
 CAST_RINT = 1
@@ -303,6 +306,71 @@ def encode_e5m2(x, sat, keep_nan):
     """fp32 -> E5M2, RNE. Non-saturating: overflow/Inf -> ±Inf, NaN -> 0x7E|sign. Saturating: ±57344,
     NaN -> 0x00 (``keep_nan``: NaN kept)."""
     return _encode_fp8(x, sat, keep_nan, 2, -14, 0x7B, 0x7C, 0x7E)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# BF16 times a power of two -> FP8 / FP4 (RINT, saturating), in 16-bit lanes: the same codes as encode_e4m3fn,
+# encode_e5m2 (sat, NaN -> 0) and encode_fp4_* (CAST_RINT) applied to the FP32 product, for the MX kernels' hot loop
+
+
+@intrinsic
+def sadd_sat_i16(typingctx, a, b):
+    """int16 + int16 clamped to [-32768, 32767] (LLVM's llvm.sadd.sat: one vpaddsw per 16 lanes)."""
+    if a != types.int16 or b != types.int16:
+        return None
+
+    def codegen(context, builder, signature, args):
+        i16 = ir.IntType(16)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i16, [i16, i16]), "llvm.sadd.sat.i16")
+        return builder.call(fn, args)
+    return types.int16(types.int16, types.int16), codegen
+
+
+@njit(**_JIT)
+def pow2_shift_ok(recip_bits, mb, emin):
+    """Whether the BF16 value with bits ``recip_bits`` is a reciprocal ``rint_code_bf16_pow2`` takes: a positive
+    normal power of two 2^(e - 127) with e <= 252 + emin - mb."""
+    b = np.int64(recip_bits)
+    e = (b >> 7) & 0xFF
+    return ((b & 0x807F) == 0) & (e >= 1) & (e <= 252 + emin - mb)      # no short circuit: loops over it vectorise
+
+
+@njit(**_JIT)
+def rint_code_bf16_pow2(h, d, mb, emin, max_code, sbit):
+    """RINT, saturating code (mb mantissa bits, smallest normal exponent emin, largest finite code max_code, sign at
+    bit ``sbit``; NaN -> 0) of the BF16 value h (uint16 bits) times 2^(d / 128), for d = (e - 127) * 128 with e the
+    biased exponent of a power-of-two reciprocal 2^(e - 127), 1 <= e <= 252 + emin - mb (``pow2_shift_ok``).
+
+    The FP32 product of a BF16 value and a power of two is exact unless it leaves the normal range, so its BF16 bits
+    are |h| + d: an integer add in place of the multiply, saturated so that products past FP32's range stay huge
+    (they saturate like the Inf the multiply gives). Products below 2^-126 and every subnormal h (whose products the
+    bound on e keeps below half the smallest subnormal code) round to zero. The normal codes round |h|'s pattern
+    (the scaling moves only the exponent field), the subnormal ones count the midpoints the product passes. Equal to
+    encode_e4m3fn / encode_e5m2 (sat) and encode_fp4_e2m1 / encode_fp4_e1m2 (CAST_RINT) of the FP32 product for
+    every h and every such e (tests/dtypes/test_pow2_codes.py, exhaustive). Every step is a 16-bit operation, so a
+    loop over it vectorises 16 lanes wide on AVX2.
+    """
+    a = np.int16(h & 0x7FFF)
+    t = sadd_sat_i16(a, np.int16(d))
+    sh = 7 - mb
+    # normal: round a's mantissa to mb bits (ties to even), then move the exponent by d (a multiple of 2^7, so the
+    # shifted d is even and leaves the tie parity alone); a + half stays in int16 for every non-NaN a (<= 0x7F80)
+    # and NaN lanes are dropped below
+    hi = np.int16(np.int16(np.int16(a + np.int16((1 << (sh - 1)) - 1)) + np.int16(np.int16(a >> sh) & 1)) >> sh)
+    hi = min(np.int16(hi + np.int16(np.int16(np.int16(d) >> sh) - np.int16((126 + emin) << mb))), np.int16(max_code))
+    # subnormal: the count of midpoints (k + 1/2) * 2^(emin - mb) between codes k and k + 1 that t has passed, or
+    # reached for odd k (ties to even); each midpoint is exact in BF16 (2k + 1 < 2^4). A constant-count loop, which
+    # LLVM unrolls once mb is a constant, rather than one inlined call per midpoint (numba's IR inlining of nested
+    # calls costs minutes of compile time in the kernels)
+    q = np.uint32((127 + emin - mb) << 23).view(np.float32)
+    lo = np.int16(0)
+    for k in range(1 << mb):
+        m = np.int16(np.float32((np.float32(k) + np.float32(0.5)) * q).view(np.uint32) >> 16)
+        lo = np.int16(lo + np.int16(t >= m if k % 2 == 1 else t > m))
+    c = hi if t >= np.int16((127 + emin) << 7) else lo
+    c = np.int16(max_code) if a >= np.int16(0x7F80) else c
+    c = np.int16(c | np.int16(np.int16(np.int16(h >> 15) & 1) << sbit))
+    return np.uint8(0 if a > np.int16(0x7F80) else c)
 
 
 # --------------------------------------------------------------------------------------------------------------

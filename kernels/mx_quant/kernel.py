@@ -16,15 +16,17 @@ otherwise the same compute functions read and write GM directly (and convert ele
 
 Speed: BF16 inputs with RINT and no switches (ftz, unsigned zeros, high-nibble-first FP4) take _convert_fast, the
 element multiply and the codecs of npu_emu.dtypes in loops over contiguous row slices without calls or data-dependent
-branches, which LLVM vectorises (the codecs are written with selects: encode_e4m3fn, encode_e5m2, the RINT path of
-the FP4 encoders). Column blocks (the grouped op, DynamicMxQuant off the last
-axis) take the block maxima row by row over a run of columns, then encode row by row with one reciprocal per column;
-runs along a row (DynamicMxQuant on the last axis) take one reciprocal per 32-element block, expanded to one per
-element so that a unit's whole run converts as one row. The OCP scale codes and reciprocals of a row of blocks are one
-branch-free loop too (_ocp_scales), and the grouped op walks 64-row slabs of FUSED_COLS columns instead of the
-device's 64 x 128 tiles (grouped_fused_kernel), which read x in short pieces of far-apart rows. ``faithful`` stages
-every tile through UB and converts every element through _enc_one, the per-element transliteration; the tests prove
-both paths equal (tests/kernels/mx_quant/test_mx_fast.py) and equal to the golden.
+branches, which LLVM vectorises (the codecs are written with selects: encode_e4m3fn, encode_e5m2, the RINT path of the
+FP4 encoders). When every reciprocal of a call is a normal power of two in range (pow2_shift_ok: every block but zero,
+Inf/NaN and extreme ones), the product's BF16 bits are an integer add and the cast is rint_code_bf16_pow2, all in 16-bit
+lanes: twice the lanes of the FP32 loops, proven equal to them exhaustively (tests/dtypes/test_pow2_codes.py). Column
+blocks (the grouped op, DynamicMxQuant off the last axis) take the block maxima row by row over a run of columns, then
+encode row by row with one reciprocal per column; runs along a row (DynamicMxQuant on the last axis) take one reciprocal
+per 32-element block, expanded to one per element so that a unit's whole run converts as one row. The OCP scale codes
+and reciprocals of a row of blocks are one branch-free loop too (_ocp_scales), and the grouped op walks 64-row slabs of
+FUSED_COLS columns instead of the device's 64 x 128 tiles (grouped_fused_kernel), which read x in short pieces of
+far-apart rows. ``faithful`` stages every tile through UB and converts every element through _enc_one, the per-element
+transliteration; the tests prove both paths equal (tests/kernels/mx_quant/test_mx_fast.py) and equal to the golden.
 
 Cores write disjoint GM ranges, so results do not depend on the host thread count.
 """
@@ -45,6 +47,8 @@ from npu_emu.dtypes.scalar import (
     f16_to_f32,
     f32_as_u32,
     f32_to_bf16,
+    pow2_shift_ok,
+    rint_code_bf16_pow2,
     u32_as_f32,
 )
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
@@ -358,6 +362,45 @@ def _fast_row(xr, yr, recips, rc, ncols, dst, per_col):
             yr[j] = np.uint8(lo | (hi << 4))
 
 
+@njit(**_INL)
+def _pow2_code(h, d, dst):
+    """rint_code_bf16_pow2 with the format constants of ``dst`` (FP4: code in the low nibble)."""
+    if dst == D_E4M3:
+        return rint_code_bf16_pow2(h, d, 3, -6, 0x7E, 7)
+    if dst == D_E5M2:
+        return rint_code_bf16_pow2(h, d, 2, -14, 0x7B, 7)
+    if dst == D_E2M1:
+        return rint_code_bf16_pow2(h, d, 1, 0, 7, 3)
+    return rint_code_bf16_pow2(h, d, 2, 0, 7, 3)
+
+
+@njit(**_FN)
+def _pow2_shifts(recips, ncols, dst, dcol):
+    """dcol[j] = the exponent shift (e - 127) * 128 of the power-of-two reciprocal recips[j] = 2^(e - 127). False when
+    any reciprocal is outside what rint_code_bf16_pow2 takes (NaN, zero, 2^-127, or so large that subnormal inputs
+    would leave zero): then the call keeps the FP32 loops."""
+    mb = 3 if dst == D_E4M3 else (1 if dst == D_E2M1 else 2)
+    emin = -6 if dst == D_E4M3 else (-14 if dst == D_E5M2 else 0)
+    ok = True
+    for j in range(ncols):
+        u = f32_as_u32(recips[j])
+        ok = ok & ((u & np.uint32(0xFFFF)) == 0) & pow2_shift_ok(u >> np.uint32(16), mb, emin)
+        dcol[j] = np.int16(((np.int64(u) >> 23) - 127) << 7)
+    return ok
+
+
+@njit(**_INL)
+def _pow2_row(xr, yr, dcol, ncols, dst):
+    """One row of column blocks through rint_code_bf16_pow2 (constant ``dst``: one 16-bit-lane loop per format)."""
+    if dst < D_E2M1:
+        for j in range(ncols):
+            yr[j] = _pow2_code(xr[j], dcol[j], dst)
+    else:
+        for j in range(ncols // 2):
+            yr[j] = np.uint8(_pow2_code(xr[2 * j], dcol[2 * j], dst)
+                             | (_pow2_code(xr[2 * j + 1], dcol[2 * j + 1], dst) << 4))
+
+
 @njit(**_FN)
 def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst):
     """_convert for BF16 input, RINT, no switches: the multiply and codecs of _enc_one in loops over contiguous row
@@ -365,6 +408,23 @@ def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystr
     products below 2^-126, which every RINT cast here takes to a zero of the same sign either way (proven over all
     BF16 inputs and scales in tests/kernels/mx_quant/test_mx_fast.py)."""
     ybytes = ncols // 2 if dst >= D_E2M1 else ncols
+    if rcs == 1:
+        # one reciprocal per column: when they are all normal powers of two in range, the product's BF16 bits are
+        # an integer add and the cast runs in 16-bit lanes (twice the lanes of the FP32 loops below)
+        dcol = np.empty(ncols, np.int16)
+        if _pow2_shifts(recips, ncols, dst, dcol):
+            for r in range(r0, r1):
+                row, yrow = xb + r * xstride, yb + r * ystride
+                xr, yr = xs[row:row + ncols], ys[yrow:yrow + ybytes]
+                if dst == D_E4M3:
+                    _pow2_row(xr, yr, dcol, ncols, D_E4M3)
+                elif dst == D_E5M2:
+                    _pow2_row(xr, yr, dcol, ncols, D_E5M2)
+                elif dst == D_E2M1:
+                    _pow2_row(xr, yr, dcol, ncols, D_E2M1)
+                else:
+                    _pow2_row(xr, yr, dcol, ncols, D_E1M2)
+            return
     for r in range(r0, r1):
         row, yrow = xb + r * xstride, yb + r * ystride
         xr, yr = xs[row:row + ncols], ys[yrow:yrow + ybytes]

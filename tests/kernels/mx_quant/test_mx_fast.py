@@ -40,9 +40,16 @@ def _reference(xs, recips, rrs, rcs, rows, cols, dst, bf16_mul, ys):
                 ys[r * cols + j] = c
 
 
-def _sweep(dst, bf16_mul, per_col, offsets):
+def _pow2_recips(dst):
+    """The reciprocals of RECIPS_F32 the 16-bit column loops take for ``dst`` (each call of _convert_fast whose
+    columns all have one of them runs those loops; any other column sends the call to the FP32 loops)."""
+    take = np.array([K._pow2_shifts(np.array([r], np.float32), 1, dst, np.empty(1, np.int16)) for r in RECIPS_F32])
+    return RECIPS_F32[take]
+
+
+def _sweep(dst, bf16_mul, per_col, offsets, recip_set=RECIPS_F32):
     """Every BF16 pattern, laid out as 256 columns x 256 rows (column blocks) or 2048 runs of 32 (row blocks),
-    against RECIPS rotated by each offset, so that each pattern meets RECIPS[offset + its column (row)]."""
+    against recip_set rotated by each offset, so that each pattern meets recip_set[offset + its column (row)]."""
     xs = np.arange(1 << 16, dtype=np.uint16)
     cols = 256 if per_col else 32
     rows = xs.size // cols
@@ -52,7 +59,7 @@ def _sweep(dst, bf16_mul, per_col, offsets):
     ref = np.empty_like(fast)
     lanes = cols if per_col else rows
     for k in offsets:
-        recips = RECIPS_F32[(k + np.arange(lanes)) % RECIPS.size]
+        recips = recip_set[(k + np.arange(lanes)) % recip_set.size]
         rrs, rcs = (0, 1) if per_col else (1, 0)
         fast[:] = 0xEE
         K._convert_fast(xs, 0, cols, 0, rows, cols, recips, rrs, rcs, fast, 0, ystride, dst)
@@ -69,6 +76,20 @@ def test_fast_equals_faithful_sampled(dst, bf16_mul, per_col):
     # offset k gives lane i the reciprocal RECIPS[k + i]: each pattern meets 8 of the 257 reciprocals, and every
     # reciprocal (2^127 .. 2^-127, NaN, 0 included) is met by 256 x 8 patterns of all exponents
     _sweep(dst, bf16_mul, per_col, [0, 61, 122, 183, 253, 254, 255, 256])
+
+
+@pytest.mark.parametrize("dst", DSTS)
+@pytest.mark.parametrize("bf16_mul", [False, True])
+def test_16_bit_column_loops_equal_faithful(dst, bf16_mul):
+    """Column blocks whose reciprocals are all powers of two in rint_code_bf16_pow2's range take the 16-bit loops:
+    every pattern against each of those reciprocals (the sampled sweep above mixes in NaN, 0 and 2^+-127, which
+    keep a call on the FP32 loops)."""
+    pow2 = _pow2_recips(dst)
+    e_hi = 252 + {K.D_E4M3: -6 - 3, K.D_E5M2: -14 - 2, K.D_E2M1: 0 - 1, K.D_E1M2: 0 - 2}[dst]
+    assert pow2.size == e_hi and K._pow2_shifts(pow2, pow2.size, dst, np.empty(pow2.size, np.int16))
+    # each pattern meets 5 of them and every one meets 256 x 5 patterns of all exponents; every pattern against
+    # every shift is tests/dtypes/test_pow2_codes.py (the codec alone)
+    _sweep(dst, bf16_mul, True, [0, 37, 101, 150, 200], pow2)
 
 
 @pytest.mark.slow
