@@ -82,8 +82,8 @@ def test_fast_equals_faithful_sampled(dst, bf16_mul, per_col):
 @pytest.mark.parametrize("bf16_mul", [False, True])
 def test_16_bit_column_loops_equal_faithful(dst, bf16_mul):
     """Column blocks whose reciprocals are all powers of two in rint_code_bf16_pow2's range take the 16-bit loops:
-    every pattern against each of those reciprocals (the sampled sweep above mixes in NaN, 0 and 2^+-127, which
-    keep a call on the FP32 loops)."""
+    every pattern against 5 of those reciprocals, every reciprocal met (the sampled sweep above mixes in NaN, 0 and
+    2^+-127, which keep each of its calls on the FP32 loops)."""
     pow2 = _pow2_recips(dst)
     e_hi = 252 + {K.D_E4M3: -6 - 3, K.D_E5M2: -14 - 2, K.D_E2M1: 0 - 1, K.D_E1M2: 0 - 2}[dst]
     assert pow2.size == e_hi and K._pow2_shifts(pow2, pow2.size, dst, np.empty(pow2.size, np.int16))
