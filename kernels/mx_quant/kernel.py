@@ -14,19 +14,21 @@ reciprocal (a BF16 multiply for DynamicMxQuant BF16 inputs) and one saturating c
 npu_emu.dtypes.scalar. With ``faithful`` each tile goes GM -> UB (DataCopyPad), Compute, UB -> GM (DataCopyPad);
 otherwise the same compute functions read and write GM directly (and convert elements as below).
 
-Speed: BF16 inputs with RINT and no switches (ftz, unsigned zeros, high-nibble-first FP4) take _convert_fast, the
-element multiply and the codecs of npu_emu.dtypes in loops over contiguous row slices without calls or data-dependent
-branches, which LLVM vectorises (the codecs are written with selects: encode_e4m3fn, encode_e5m2, the RINT path of the
-FP4 encoders). When every reciprocal of a call is a normal power of two in range (pow2_shift_ok: every block but zero,
-Inf/NaN and extreme ones), the product's BF16 bits are an integer add and the cast is rint_code_bf16_pow2, all in 16-bit
-lanes: twice the lanes of the FP32 loops, proven equal to them exhaustively (tests/dtypes/test_pow2_codes.py). Column
-blocks (the grouped op, DynamicMxQuant off the last axis) take the block maxima row by row over a run of columns, then
-encode row by row with one reciprocal per column; runs along a row (DynamicMxQuant on the last axis) take one reciprocal
-per 32-element block, expanded to one per element so that a unit's whole run converts as one row. The OCP scale codes
-and reciprocals of a row of blocks are one branch-free loop too (_ocp_scales), and the grouped op walks 64-row slabs of
-FUSED_COLS columns instead of the device's 64 x 128 tiles (grouped_fused_kernel), which read x in short pieces of
-far-apart rows. ``faithful`` stages every tile through UB and converts every element through _enc_one, the per-element
-transliteration; the tests prove both paths equal (tests/kernels/mx_quant/test_mx_fast.py) and equal to the golden.
+Speed: BF16 inputs with RINT and no switches (ftz, unsigned zeros, high-nibble-first FP4) take _convert_fast /
+_convert_run_fast, the element multiply and the codecs of npu_emu.dtypes in loops over contiguous row slices without
+calls or data-dependent branches, which LLVM vectorises. Where a block's reciprocal is a normal power of two in range
+(_pow2_shift: every block but zero, Inf/NaN and extreme ones), the product's BF16 bits are an integer add and the cast
+is rint_code_bf16_pow2, all in 16-bit lanes (_pow2_rows), proven equal to the FP32 product and codecs exhaustively
+(tests/dtypes/test_pow2_codes.py); the other blocks are converted again through the FP32 loops (_fp32_rows: the codecs
+written with selects, encode_e4m3fn, encode_e5m2, the RINT path of the FP4 encoders), or the whole call is when more
+than an eighth of its columns are such. Column blocks (the grouped op, DynamicMxQuant off the last axis) take the block
+maxima row by row over a run of columns, then encode row by row with one shift per column; runs along a row
+(DynamicMxQuant on the last axis) take one shift per block, repeated over its elements so that a unit's whole run
+converts as one row. The OCP scale codes and reciprocals of a row of blocks are one branch-free loop too
+(_ocp_scales), and the grouped op walks 64-row slabs of FUSED_COLS columns instead of the device's 64 x 128 tiles
+(grouped_fused_kernel), which read x in short pieces of far-apart rows. ``faithful`` stages every tile through UB and
+converts every element through _enc_one, the per-element transliteration; the tests prove both paths equal
+(tests/kernels/mx_quant/test_mx_fast.py) and equal to the golden.
 
 Cores write disjoint GM ranges, so results do not depend on the host thread count.
 """
@@ -362,36 +364,45 @@ def _fast_row(xr, yr, recips, rc, ncols, dst, per_col):
             yr[j] = np.uint8(lo | (hi << 4))
 
 
+# rint_code_bf16_pow2's format constants by D_* kind: mantissa bits, smallest normal exponent, largest finite code,
+# sign bit
+_P2_MB = (3, 2, 1, 2)
+_P2_EMIN = (-6, -14, 0, 0)
+_P2_MAX = (0x7E, 0x7B, 7, 7)
+_P2_SBIT = (7, 7, 3, 3)
+
+
 @njit(**_INL)
 def _pow2_code(h, d, dst):
     """rint_code_bf16_pow2 with the format constants of ``dst`` (FP4: code in the low nibble)."""
-    if dst == D_E4M3:
-        return rint_code_bf16_pow2(h, d, 3, -6, 0x7E, 7)
-    if dst == D_E5M2:
-        return rint_code_bf16_pow2(h, d, 2, -14, 0x7B, 7)
-    if dst == D_E2M1:
-        return rint_code_bf16_pow2(h, d, 1, 0, 7, 3)
-    return rint_code_bf16_pow2(h, d, 2, 0, 7, 3)
+    return rint_code_bf16_pow2(h, d, _P2_MB[dst], _P2_EMIN[dst], _P2_MAX[dst], _P2_SBIT[dst])
+
+
+@njit(**_INL)
+def _pow2_shift(r, dst):
+    """(the exponent shift (e - 127) * 128 of the reciprocal r = 2^(e - 127), whether rint_code_bf16_pow2 takes r):
+    not for NaN, zero, 2^-127, or a reciprocal so large that subnormal inputs would leave zero."""
+    u = f32_as_u32(r)
+    ok = ((u & np.uint32(0xFFFF)) == 0) & pow2_shift_ok(u >> np.uint32(16), _P2_MB[dst], _P2_EMIN[dst])
+    return np.int16(((np.int64(u) >> 23) - 127) << 7), ok
 
 
 @njit(**_FN)
 def _pow2_shifts(recips, ncols, dst, dcol):
-    """dcol[j] = the exponent shift (e - 127) * 128 of the power-of-two reciprocal recips[j] = 2^(e - 127). False when
-    any reciprocal is outside what rint_code_bf16_pow2 takes (NaN, zero, 2^-127, or so large that subnormal inputs
-    would leave zero): then the call keeps the FP32 loops."""
-    mb = 3 if dst == D_E4M3 else (1 if dst == D_E2M1 else 2)
-    emin = -6 if dst == D_E4M3 else (-14 if dst == D_E5M2 else 0)
-    ok = True
+    """dcol[j] = the shift of recips[j] (_pow2_shift); returns how many reciprocals rint_code_bf16_pow2 does not
+    take (their dcol entries are meaningless)."""
+    bad = 0
     for j in range(ncols):
-        u = f32_as_u32(recips[j])
-        ok = ok & ((u & np.uint32(0xFFFF)) == 0) & pow2_shift_ok(u >> np.uint32(16), mb, emin)
-        dcol[j] = np.int16(((np.int64(u) >> 23) - 127) << 7)
-    return ok
+        d, ok = _pow2_shift(recips[j], dst)
+        dcol[j] = d
+        bad += np.int64(1) - np.int64(ok)
+    return bad
 
 
 @njit(**_INL)
 def _pow2_row(xr, yr, dcol, ncols, dst):
-    """One row of column blocks through rint_code_bf16_pow2 (constant ``dst``: one 16-bit-lane loop per format)."""
+    """One row through rint_code_bf16_pow2, shift dcol[j] for element j (constant ``dst``: one 16-bit-lane loop per
+    format)."""
     if dst < D_E2M1:
         for j in range(ncols):
             yr[j] = _pow2_code(xr[j], dcol[j], dst)
@@ -402,29 +413,26 @@ def _pow2_row(xr, yr, dcol, ncols, dst):
 
 
 @njit(**_FN)
-def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst):
-    """_convert for BF16 input, RINT, no switches: the multiply and codecs of _enc_one in loops over contiguous row
-    slices that LLVM vectorises. It forms every product in FP32: DynamicMxQuant's BF16 multiply differs only for
-    products below 2^-126, which every RINT cast here takes to a zero of the same sign either way (proven over all
-    BF16 inputs and scales in tests/kernels/mx_quant/test_mx_fast.py)."""
+def _pow2_rows(xs, xb, xstride, r0, r1, ncols, dcol, ys, yb, ystride, dst):
+    """Rows [r0, r1) through _pow2_row with the shifts dcol (one per column)."""
     ybytes = ncols // 2 if dst >= D_E2M1 else ncols
-    if rcs == 1:
-        # one reciprocal per column: when they are all normal powers of two in range, the product's BF16 bits are
-        # an integer add and the cast runs in 16-bit lanes (twice the lanes of the FP32 loops below)
-        dcol = np.empty(ncols, np.int16)
-        if _pow2_shifts(recips, ncols, dst, dcol):
-            for r in range(r0, r1):
-                row, yrow = xb + r * xstride, yb + r * ystride
-                xr, yr = xs[row:row + ncols], ys[yrow:yrow + ybytes]
-                if dst == D_E4M3:
-                    _pow2_row(xr, yr, dcol, ncols, D_E4M3)
-                elif dst == D_E5M2:
-                    _pow2_row(xr, yr, dcol, ncols, D_E5M2)
-                elif dst == D_E2M1:
-                    _pow2_row(xr, yr, dcol, ncols, D_E2M1)
-                else:
-                    _pow2_row(xr, yr, dcol, ncols, D_E1M2)
-            return
+    for r in range(r0, r1):
+        row, yrow = xb + r * xstride, yb + r * ystride
+        xr, yr = xs[row:row + ncols], ys[yrow:yrow + ybytes]
+        if dst == D_E4M3:
+            _pow2_row(xr, yr, dcol, ncols, D_E4M3)
+        elif dst == D_E5M2:
+            _pow2_row(xr, yr, dcol, ncols, D_E5M2)
+        elif dst == D_E2M1:
+            _pow2_row(xr, yr, dcol, ncols, D_E2M1)
+        else:
+            _pow2_row(xr, yr, dcol, ncols, D_E1M2)
+
+
+@njit(**_FN)
+def _fp32_rows(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst):
+    """_convert_fast's FP32 loops: the product formed in FP32, then the FP32 codecs; reciprocal r * rrs + j * rcs."""
+    ybytes = ncols // 2 if dst >= D_E2M1 else ncols
     for r in range(r0, r1):
         row, yrow = xb + r * xstride, yb + r * ystride
         xr, yr = xs[row:row + ncols], ys[yrow:yrow + ybytes]
@@ -447,6 +455,52 @@ def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystr
                 _fast_row(xr, yr, recips, rc, ncols, D_E2M1, False)
             else:
                 _fast_row(xr, yr, recips, rc, ncols, D_E1M2, False)
+
+
+@njit(**_FN)
+def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst):
+    """_convert for BF16 input, RINT, no switches: the multiply and codecs of _enc_one in loops over contiguous row
+    slices that LLVM vectorises. It forms every product in FP32: DynamicMxQuant's BF16 multiply differs only for
+    products below 2^-126, which every RINT cast here takes to a zero of the same sign either way (proven over all
+    BF16 inputs and scales in tests/kernels/mx_quant/test_mx_fast.py).
+
+    Column blocks (rcs == 1) whose reciprocals are normal powers of two in range cast in 16-bit lanes (_pow2_rows,
+    twice the lanes of the FP32 loops); the few columns whose reciprocal is not (zero, Inf/NaN and extreme blocks)
+    are converted again through the FP32 loops. When more than an eighth of the columns are such, the whole call
+    takes the FP32 loops."""
+    if rcs == 1:
+        dcol = np.empty(ncols, np.int16)
+        bad = _pow2_shifts(recips, ncols, dst, dcol)
+        if 8 * bad <= ncols:
+            _pow2_rows(xs, xb, xstride, r0, r1, ncols, dcol, ys, yb, ystride, dst)
+            if bad > 0:
+                step = 2 if dst >= D_E2M1 else 1          # an FP4 byte holds a pair of columns
+                for j in range(0, ncols, step):
+                    if not (_pow2_shift(recips[j], dst)[1] and _pow2_shift(recips[j + step - 1], dst)[1]):
+                        _fp32_rows(xs, xb + j, xstride, r0, r1, step, recips[j:], 0, 1, ys,
+                                   yb + (j // 2 if step == 2 else j), ystride, dst)
+            return
+    _fp32_rows(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst)
+
+
+@njit(**_FN)
+def _convert_run_fast(xs, xb, nblk, bs, last, recips, ys, yb, dexp, dst):
+    """A run of ``nblk`` blocks of ``bs`` elements (the last ``last`` long), reciprocal b for block b, in 16-bit lanes:
+    each block's shift repeated over its elements in ``dexp`` so that the run converts as one row (_pow2_rows); the
+    blocks whose reciprocal rint_code_bf16_pow2 does not take are converted again through the FP32 loops."""
+    nel = (nblk - 1) * bs + last
+    bad = 0
+    for b in range(nblk):
+        d, ok = _pow2_shift(recips[b], dst)
+        dexp[b * bs:b * bs + (bs if b < nblk - 1 else last)] = d
+        bad += np.int64(1) - np.int64(ok)
+    _pow2_rows(xs, xb, nel, 0, 1, nel, dexp, ys, yb, 0, dst)
+    if bad > 0:
+        ybs = bs // 2 if dst >= D_E2M1 else bs
+        for b in range(nblk):
+            if not _pow2_shift(recips[b], dst)[1]:
+                _fp32_rows(xs, xb + b * bs, 0, 0, 1, bs if b < nblk - 1 else last, recips[b:], 0, 0, ys,
+                           yb + b * ybs, 0, dst)
 
 
 @njit(**_INL)
@@ -516,10 +570,11 @@ def _column_blocks(xs, xb, xstride, r0, r1, ncols, ys, yb, ystride, ss, sb, slot
 
 
 @njit(**_FN)
-def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, rexp, p, r32, mlb32):
+def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, dexp, p, r32, mlb32):
     """``nblk`` consecutive blocks of ``bs`` elements from xs[xb] (the last one ``last`` long), codes to
-    ss[sb + b] followed by ``pad`` 0x00 pad slots; y from ys[yb] (FP4: packed; bs and last even). ``rexp``: scratch
-    for one reciprocal per element, which lets the fused path convert the whole run as one row (empty: per block)."""
+    ss[sb + b] followed by ``pad`` 0x00 pad slots; y from ys[yb] (FP4: packed; bs and last even). ``dexp``: scratch
+    for one exponent shift per element, which lets the fused path convert the whole run as one row (empty: per
+    block)."""
     xk, alg, dyn, ni = p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0
     for b in range(nblk):
         n = bs if b < nblk - 1 else last
@@ -547,10 +602,8 @@ def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, rexp, 
     fp4 = p[P_DST] >= D_E2M1
     ybs = bs // 2 if fp4 else bs
     nel = (nblk - 1) * bs + last
-    if _fast_convert(p) and rexp.size >= nel:
-        for b in range(nblk):
-            rexp[b * bs:b * bs + (bs if b < nblk - 1 else last)] = recips[b]
-        _convert_fast(xs, xb, nel, 0, 1, nel, rexp, 0, 1, ys, yb, 0, p[P_DST])
+    if _fast_convert(p) and dexp.size >= nel:
+        _convert_run_fast(xs, xb, nblk, bs, last, recips, ys, yb, dexp, p[P_DST])
         return
     full = nblk if last == bs else nblk - 1
     _convert(xs, xb, bs, 0, full, bs, recips, 1, 0, ys, yb, ybs, p)
@@ -872,7 +925,7 @@ def _check_grouped_tiling(td, m, n, ub_size, group_index, validate):
 # ---------------------------------------------------------------------------------------------------------------
 
 @njit(**_INL)
-def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, rexp, p, r32, mlb32):
+def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, dexp, p, r32, mlb32):
     """One unit of the decomposition: (pre index, chunk of block pairs, chunk of post-axis columns).
 
     x_gm holds uint16 words (FP32 elements are two words); every index below counts elements."""
@@ -912,7 +965,7 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, rexp, p,
             xs, xb, ys, yb, ss, sb = x_gm, x0, y_gm, (x0 // 2 if fp4 else x0), s_gm, s0
         # an odd block count leaves the pair's second slot: the pad written by _row_blocks
         _row_blocks(xs, xb, nblk, bs, nel - (nblk - 1) * bs, 2 * (q1 - q0) - nblk, ys, yb, ss, sb, scr, recips,
-                    rexp, p, r32, mlb32)
+                    dexp, p, r32, mlb32)
         if faithful:
             _copy_out(y_gm[(x0 // 2 if fp4 else x0):], ub_y, 1, nel // 2 if fp4 else nel, 0)
             _copy_out(s_gm[s0:], ub_s, 1, 2 * (q1 - q0), 0)
@@ -954,10 +1007,10 @@ def _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32):
     scr = np.empty(width, np.int64)
     scr16 = np.empty(width, np.uint16)
     recips = np.empty(width, np.float32)
-    # runs along the last axis: one reciprocal per element of a unit's run for the fused convert
-    rexp = np.empty(2 * td.blockSize * td.pairChunk if td.postAxisSize == 1 and _fast_convert(p) else 0, np.float32)
+    # runs along the last axis: one exponent shift per element of a unit's run for the fused convert
+    dexp = np.empty(2 * td.blockSize * td.pairChunk if td.postAxisSize == 1 and _fast_convert(p) else 0, np.int16)
     for u in range(first, first + count):
-        _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, rexp, p, r32, mlb32)
+        _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, dexp, p, r32, mlb32)
 
 
 @njit(parallel=PARALLEL, **_FN)

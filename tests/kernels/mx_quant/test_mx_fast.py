@@ -1,7 +1,12 @@
-"""The vectorised element loops (kernel._convert_fast) against the per-element transliteration (kernel._enc_one,
-the path ``faithful=True`` takes) over every BF16 input pattern and every reciprocal the scale rules can produce,
-for each output format, both block shapes (one reciprocal per column / per row) and both multiplies (the grouped
-op's FP32 one and DynamicMxQuant's BF16 one, which _convert_fast does not model: this proves it need not).
+"""The vectorised element loops (kernel._convert_fast, kernel._convert_run_fast) against the per-element
+transliteration (kernel._enc_one, the path ``faithful=True`` takes) over every BF16 input pattern and every reciprocal
+the scale rules can produce, for each output format, both block shapes (one reciprocal per column / per block of a
+run) and both multiplies (the grouped op's FP32 one and DynamicMxQuant's BF16 one, which the fast loops do not model:
+this proves they need not).
+
+Which loops a sweep reaches depends on its reciprocals: those rint_code_bf16_pow2 takes run in 16-bit lanes, the
+rest through the FP32 loops, either for a whole call (columns, when more than an eighth of them are not taken) or as
+a second pass over the columns and blocks concerned. The sweeps below reach each of these.
 
 The default run takes every 2^16 BF16 pattern against a spread of the 257 reciprocals; the slow run takes all of
 them. The end-to-end fast == faithful == golden checks are in test_mx_properties.py (every tiling branch there runs
@@ -41,15 +46,16 @@ def _reference(xs, recips, rrs, rcs, rows, cols, dst, bf16_mul, ys):
 
 
 def _pow2_recips(dst):
-    """The reciprocals of RECIPS_F32 the 16-bit column loops take for ``dst`` (each call of _convert_fast whose
-    columns all have one of them runs those loops; any other column sends the call to the FP32 loops)."""
-    take = np.array([K._pow2_shifts(np.array([r], np.float32), 1, dst, np.empty(1, np.int16)) for r in RECIPS_F32])
+    """The reciprocals of RECIPS_F32 that rint_code_bf16_pow2 takes for ``dst`` (the 16-bit loops)."""
+    take = np.array([K._pow2_shifts(np.array([r], np.float32), 1, dst, np.empty(1, np.int16)) == 0
+                     for r in RECIPS_F32])
     return RECIPS_F32[take]
 
 
 def _sweep(dst, bf16_mul, per_col, offsets, recip_set=RECIPS_F32):
-    """Every BF16 pattern, laid out as 256 columns x 256 rows (column blocks) or 2048 runs of 32 (row blocks),
-    against recip_set rotated by each offset, so that each pattern meets recip_set[offset + its column (row)]."""
+    """Every BF16 pattern, laid out as 256 columns x 256 rows (column blocks: _convert_fast) or 2048 blocks of 32
+    (row blocks: _convert_fast's per-row loops, and _convert_run_fast with the 2048 blocks as one run), against
+    recip_set rotated by each offset, so that each pattern meets recip_set[offset + its column (block)]."""
     xs = np.arange(1 << 16, dtype=np.uint16)
     cols = 256 if per_col else 32
     rows = xs.size // cols
@@ -57,16 +63,23 @@ def _sweep(dst, bf16_mul, per_col, offsets, recip_set=RECIPS_F32):
     ystride = cols // 2 if fp4 else cols
     fast = np.empty(xs.size // 2 if fp4 else xs.size, np.uint8)
     ref = np.empty_like(fast)
+    dexp = np.empty(xs.size, np.int16)
     lanes = cols if per_col else rows
     for k in offsets:
         recips = recip_set[(k + np.arange(lanes)) % recip_set.size]
         rrs, rcs = (0, 1) if per_col else (1, 0)
-        fast[:] = 0xEE
-        K._convert_fast(xs, 0, cols, 0, rows, cols, recips, rrs, rcs, fast, 0, ystride, dst)
         _reference(xs, recips, rrs, rcs, rows, cols, dst, bf16_mul, ref)
-        bad = np.flatnonzero(fast != ref)
-        assert bad.size == 0, (f"dst {dst} bf16_mul {bf16_mul} per_col {per_col} offset {k}: byte {bad[0]} "
-                               f"fast {fast[bad[0]]:#x} faithful {ref[bad[0]]:#x}")
+        calls = {"_convert_fast": lambda: K._convert_fast(xs, 0, cols, 0, rows, cols, recips, rrs, rcs, fast, 0,
+                                                          ystride, dst)}
+        if not per_col:
+            calls["_convert_run_fast"] = lambda: K._convert_run_fast(xs, 0, rows, cols, cols, recips, fast, 0, dexp,
+                                                                     dst)
+        for name, call in calls.items():
+            fast[:] = 0xEE
+            call()
+            bad = np.flatnonzero(fast != ref)
+            assert bad.size == 0, (f"{name} dst {dst} bf16_mul {bf16_mul} per_col {per_col} offset {k}: byte "
+                                   f"{bad[0]} fast {fast[bad[0]]:#x} faithful {ref[bad[0]]:#x}")
 
 
 @pytest.mark.parametrize("dst", DSTS)
@@ -80,16 +93,47 @@ def test_fast_equals_faithful_sampled(dst, bf16_mul, per_col):
 
 @pytest.mark.parametrize("dst", DSTS)
 @pytest.mark.parametrize("bf16_mul", [False, True])
-def test_16_bit_column_loops_equal_faithful(dst, bf16_mul):
-    """Column blocks whose reciprocals are all powers of two in rint_code_bf16_pow2's range take the 16-bit loops:
-    every pattern against 5 of those reciprocals, every reciprocal met (the sampled sweep above mixes in NaN, 0 and
-    2^+-127, which keep each of its calls on the FP32 loops)."""
+@pytest.mark.parametrize("per_col", [True, False])
+def test_16_bit_loops_equal_faithful(dst, bf16_mul, per_col):
+    """Columns and runs whose reciprocals rint_code_bf16_pow2 all takes run only the 16-bit loops: every pattern
+    against 5 of those reciprocals, every reciprocal met (the sampled sweep above mixes in NaN, 0 and 2^+-127, which
+    its calls convert again through the FP32 loops)."""
     pow2 = _pow2_recips(dst)
     e_hi = 252 + {K.D_E4M3: -6 - 3, K.D_E5M2: -14 - 2, K.D_E2M1: 0 - 1, K.D_E1M2: 0 - 2}[dst]
-    assert pow2.size == e_hi and K._pow2_shifts(pow2, pow2.size, dst, np.empty(pow2.size, np.int16))
+    assert pow2.size == e_hi and K._pow2_shifts(pow2, pow2.size, dst, np.empty(pow2.size, np.int16)) == 0
     # each pattern meets 5 of them and every one meets 256 x 5 patterns of all exponents; every pattern against
     # every shift is tests/dtypes/test_pow2_codes.py (the codec alone)
-    _sweep(dst, bf16_mul, True, [0, 37, 101, 150, 200], pow2)
+    _sweep(dst, bf16_mul, per_col, [0, 37, 101, 150, 200], pow2)
+
+
+@pytest.mark.parametrize("dst", DSTS)
+@pytest.mark.parametrize("bf16_mul", [False, True])
+def test_fp32_column_loops_equal_faithful(dst, bf16_mul):
+    """Columns whose reciprocals rint_code_bf16_pow2 never takes (more than an eighth of them: the whole call takes
+    the FP32 loops): every pattern against every one of those reciprocals."""
+    others = np.setdiff1d(RECIPS_F32.view(np.uint32), _pow2_recips(dst).view(np.uint32)).view(np.float32)
+    assert others.size == RECIPS_F32.size - _pow2_recips(dst).size
+    assert K._pow2_shifts(others, others.size, dst, np.empty(others.size, np.int16)) == others.size
+    _sweep(dst, bf16_mul, True, range(others.size), others)
+
+
+@pytest.mark.parametrize("dst", DSTS)
+def test_run_with_a_short_last_block(dst):
+    """_convert_run_fast on 5 blocks of 32 whose last is 18 long, with reciprocals the 16-bit loops take and do not
+    take, against _enc_one element by element; the byte after the run stays untouched."""
+    rng = np.random.default_rng(dst)
+    nblk, bs, last = 5, 32, 18
+    nel = (nblk - 1) * bs + last
+    xs = rng.integers(0, 1 << 16, nel).astype(np.uint16)
+    pow2 = _pow2_recips(dst)
+    recips = np.array([pow2[3], RECIPS_F32[-1], pow2[-1], RECIPS_F32[-2], RECIPS_F32[-3]], np.float32)
+    fp4 = dst >= K.D_E2M1
+    got = np.full(nel // 2 + 1 if fp4 else nel + 1, 0xEE, np.uint8)
+    K._convert_run_fast(xs, 0, nblk, bs, last, recips, got, 0, np.empty(nel, np.int16), dst)
+    codes = np.array([K._enc_one(np.int64(xs[i]), K.X_BF16, recips[i // bs], dst, CAST_RINT, False, True, True)
+                      for i in range(nel)], np.uint8)
+    want = codes[0::2] | (codes[1::2] << 4) if fp4 else codes
+    assert np.array_equal(got[:-1], want) and got[-1] == 0xEE
 
 
 @pytest.mark.slow
@@ -103,15 +147,17 @@ def test_fast_equals_faithful_exhaustive(dst, bf16_mul, per_col):
 
 @pytest.mark.slow
 def test_fast_loops_vectorise():
-    """_convert_fast's row loops vectorise: a fresh, uncached compile (numba cannot show the IR of cached code) has
-    one LLVM vector.body per specialised loop (4 formats x 2 block shapes)."""
-    fresh = njit(error_model="numpy")(K._convert_fast.py_func)
+    """The fast row loops vectorise: a fresh, uncached compile (numba cannot show the IR of cached code) has one LLVM
+    vector.body per specialised loop (FP32: 4 formats x 2 block shapes; 16-bit: 4 formats)."""
     xs = np.arange(1 << 12, dtype=np.uint16)
     ys = np.empty(xs.size, np.uint8)
-    fresh(xs, 0, 128, 0, 32, 128, np.ones(128, np.float32), 0, 1, ys, 0, 128, K.D_E4M3)
-    ir = fresh.inspect_llvm(fresh.signatures[0])
-    # LLVM numbers the blocks after the first: vector.body, vector.body12, ...
-    assert len(re.findall(r"^vector\.body\d*:", ir, re.M)) >= 8
+    for func, args, loops in ((K._fp32_rows, (np.ones(128, np.float32), 0, 1), 8),
+                              (K._pow2_rows, (np.zeros(128, np.int16),), 4)):
+        fresh = njit(error_model="numpy")(func.py_func)
+        fresh(xs, 0, 128, 0, 32, 128, *args, ys, 0, 128, K.D_E4M3)
+        ir = fresh.inspect_llvm(fresh.signatures[0])
+        # LLVM numbers the blocks after the first: vector.body, vector.body12, ...
+        assert len(re.findall(r"^vector\.body\d*:", ir, re.M)) >= loops, func.__name__
 
 
 @pytest.mark.parametrize("dst", [24, 23, 296, 297])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from npu_emu.goldens import mx_quant as golden
-from npu_emu.kernels.mx_quant import api, tiling
+from npu_emu.kernels.mx_quant import api, kernel, tiling
 
 TORCH_CODE = {"float8_e5m2": 23, "float8_e4m3fn": 24, "float4_e2m1": 296, "float4_e1m2": 297}
 XDT = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16, "float32": np.float32}
@@ -175,6 +175,19 @@ def test_faithful_equals_fused(dst):
         a = api.npu_dynamic_mx_quant(xd, axis=axis, dst_type=TORCH_CODE[dst])
         b = api.npu_dynamic_mx_quant(xd, axis=axis, dst_type=TORCH_CODE[dst], faithful=True)
         assert all(np.array_equal(np.asarray(u).view(np.uint8), np.asarray(v).view(np.uint8)) for u, v in zip(a, b))
+
+
+@pytest.mark.parametrize("dst", ["float8_e4m3fn", "float4_e2m1"])
+def test_fused_walk_crosses_slabs(dst):
+    # the fused grouped walk cuts the columns into slabs of kernel.FUSED_COLS: a row wider than one slab, its last
+    # slab partial, against the golden and the faithful tiles
+    n = kernel.FUSED_COLS + 160
+    x = mixed(np.random.default_rng(13), (70, n), "bfloat16")
+    gi = np.array([40, 70], np.int32)
+    check_grouped(x, gi, dst)
+    a = api.npu_grouped_dynamic_mx_quant(x, gi, dst_type=TORCH_CODE[dst])
+    b = api.npu_grouped_dynamic_mx_quant(x, gi, dst_type=TORCH_CODE[dst], faithful=True)
+    assert all(np.array_equal(np.asarray(u).view(np.uint8), np.asarray(v).view(np.uint8)) for u, v in zip(a, b))
 
 
 def test_core_count_and_threads_do_not_change_results():
