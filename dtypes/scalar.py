@@ -27,10 +27,7 @@ Choices made here where codecs.md is silent (all **[HW-unverified]**):
 import math
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
+from numba import njit
 
 CAST_NONE = 0
 CAST_RINT = 1
@@ -313,19 +310,6 @@ def encode_e5m2(x, sat, keep_nan):
 # encode_e5m2 (sat, NaN -> 0) and encode_fp4_* (CAST_RINT) applied to the FP32 product, for the MX kernels' hot loop
 
 
-@intrinsic
-def sadd_sat_i16(typingctx, a, b):
-    """int16 + int16 clamped to [-32768, 32767] (LLVM's llvm.sadd.sat: one vpaddsw per 16 lanes)."""
-    if a != types.int16 or b != types.int16:
-        return None
-
-    def codegen(context, builder, signature, args):
-        i16 = ir.IntType(16)
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i16, [i16, i16]), "llvm.sadd.sat.i16")
-        return builder.call(fn, args)
-    return types.int16(types.int16, types.int16), codegen
-
-
 @njit(**_JIT)
 def pow2_shift_ok(recip_bits, mb, emin):
     """Whether the BF16 value with bits ``recip_bits`` is a reciprocal ``rint_code_bf16_pow2`` takes: a positive
@@ -336,41 +320,81 @@ def pow2_shift_ok(recip_bits, mb, emin):
 
 
 @njit(**_JIT)
-def rint_code_bf16_pow2(h, d, mb, emin, max_code, sbit):
+def pow2_bias(recip_bits, emin):
+    """The int16 ``dd`` that rint_code_bf16_pow2 and rint_code_bf16_pow2_normal take for the reciprocal 2^(e - 127)
+    with BF16 bits ``recip_bits``: (e - 127) * 128, the product's exponent move, less (126 + emin) * 128, so that
+    u = |h| + dd is >= 128 exactly when the product is a normal number of the format. One subtraction per block."""
+    return np.int16(((((np.int64(recip_bits) >> 7) & 0xFF) - 253 - emin) << 7))
+
+
+@njit(**_JIT)
+def _pow2_normal(u, mb, max_code):
+    """The normal code of u = |h| + dd: u's pattern rounded to mb mantissa bits (ties to even), clamped to
+    [0, max_code]. dd is a multiple of 2^7, so u's low bits are h's and the tie parity is h's."""
+    sh = 7 - mb
+    v = np.int16(np.int16(np.int16(u + np.int16((1 << (sh - 1)) - 1)) + np.int16(np.int16(u >> sh) & 1)) >> sh)
+    # selects as masks, m = -(condition): b ^ ((a ^ b) & m) is a where m is all ones. Conditional expressions and
+    # min/max lower to branches, and a branch left in a fixed-length element loop stopped LLVM from vectorising it
+    # for some format constants (in a 32-element loop E4M3 vectorised, E5M2 and both FP4 ran scalar, 3-5x slower;
+    # test_mx_fast.py::test_fast_loops_vectorise checks each format). Written out, not as helper calls: each nested
+    # inline call adds to numba's IR-inlining compile time
+    mx = np.int16(max_code)
+    v = np.int16(v ^ ((v ^ mx) & np.int16(-np.int16(v > mx))))
+    return np.int16(v & ~np.int16(-np.int16(v < np.int16(0))))
+
+
+@njit(**_JIT)
+def rint_code_bf16_pow2(h, dd, mb, emin, max_code, sbit):
     """RINT, saturating code (mb mantissa bits, smallest normal exponent emin, largest finite code max_code, sign at
-    bit ``sbit``; NaN -> 0) of the BF16 value h (uint16 bits) times 2^(d / 128), for d = (e - 127) * 128 with e the
-    biased exponent of a power-of-two reciprocal 2^(e - 127), 1 <= e <= 252 + emin - mb (``pow2_shift_ok``).
+    bit ``sbit``; NaN -> 0) of the BF16 value h (uint16 bits) times a power-of-two reciprocal 2^(e - 127),
+    1 <= e <= 252 + emin - mb (``pow2_shift_ok``), given as dd = pow2_bias(its bits, emin).
 
     The FP32 product of a BF16 value and a power of two is exact unless it leaves the normal range, so its BF16 bits
-    are |h| + d: an integer add in place of the multiply, saturated so that products past FP32's range stay huge
-    (they saturate like the Inf the multiply gives). Products below 2^-126 and every subnormal h (whose products the
-    bound on e keeps below half the smallest subnormal code) round to zero. The normal codes round |h|'s pattern
-    (the scaling moves only the exponent field), the subnormal ones count the midpoints the product passes. Equal to
-    encode_e4m3fn / encode_e5m2 (sat) and encode_fp4_e2m1 / encode_fp4_e1m2 (CAST_RINT) of the FP32 product for
-    every h and every such e (tests/dtypes/test_pow2_codes.py, exhaustive). Every step is a 16-bit operation, so a
-    loop over it vectorises 16 lanes wide on AVX2.
+    are |h| + (e - 127) * 128: an integer add in place of the multiply. Here u = |h| + dd, the same add less a
+    constant, which keeps every finite product in int16 (dd <= -(1 + mb) * 128) and turns the normal test into
+    u >= 128. Products below 2^-126 and every subnormal h (whose products the bound on e keeps below half the
+    smallest subnormal code) round to zero. The normal codes round u's pattern (the scaling moves only the exponent
+    field), the subnormal ones count the midpoints the product passes. Equal to encode_e4m3fn / encode_e5m2 (sat)
+    and encode_fp4_e2m1 / encode_fp4_e1m2 (CAST_RINT) of the FP32 product for every h and every such e
+    (tests/dtypes/test_pow2_codes.py, exhaustive). Every step is a 16-bit operation without a branch, so a loop over
+    it vectorises 16 lanes wide on AVX2.
     """
     a = np.int16(h & 0x7FFF)
-    t = sadd_sat_i16(a, np.int16(d))
-    sh = 7 - mb
-    # normal: round a's mantissa to mb bits (ties to even), then move the exponent by d (a multiple of 2^7, so the
-    # shifted d is even and leaves the tie parity alone); a + half stays in int16 for every non-NaN a (<= 0x7F80)
-    # and NaN lanes are dropped below
-    hi = np.int16(np.int16(np.int16(a + np.int16((1 << (sh - 1)) - 1)) + np.int16(np.int16(a >> sh) & 1)) >> sh)
-    hi = min(np.int16(hi + np.int16(np.int16(np.int16(d) >> sh) - np.int16((126 + emin) << mb))), np.int16(max_code))
-    # subnormal: the count of midpoints (k + 1/2) * 2^(emin - mb) between codes k and k + 1 that t has passed, or
-    # reached for odd k (ties to even); each midpoint is exact in BF16 (2k + 1 < 2^4). A constant-count loop, which
-    # LLVM unrolls once mb is a constant, rather than one inlined call per midpoint (numba's IR inlining of nested
-    # calls costs minutes of compile time in the kernels)
-    q = np.uint32((127 + emin - mb) << 23).view(np.float32)
+    u = np.int16(a + np.int16(dd))              # NaN/Inf lanes are replaced below
+    hi = _pow2_normal(u, mb, max_code)
+    # subnormal: the count of midpoints (k + 1/2) * 2^(emin - mb) = o * 2^(emin - mb - 1), o = 2k + 1, between codes
+    # k and k + 1 that the product has passed, or reached for odd k (ties to even). Midpoint k's BF16 bits are
+    # exponent 126 + emin - mb + j, j = floor(log2 o), and mantissa (o - 2^j) << (7 - j) (o < 16: exact); less
+    # (126 + emin) * 128 they are in u's terms. A constant-count loop, which LLVM unrolls and folds once mb is a
+    # constant, rather than one inlined call per midpoint (numba's IR inlining of nested calls costs minutes of
+    # compile time in the kernels)
     lo = np.int16(0)
     for k in range(1 << mb):
-        m = np.int16(np.float32((np.float32(k) + np.float32(0.5)) * q).view(np.uint32) >> 16)
-        lo = np.int16(lo + np.int16(t >= m if k % 2 == 1 else t > m))
-    c = hi if t >= np.int16((127 + emin) << 7) else lo
-    c = np.int16(max_code) if a >= np.int16(0x7F80) else c
-    c = np.int16(c | np.int16(np.int16(np.int16(h >> 15) & 1) << sbit))
-    return np.uint8(0 if a > np.int16(0x7F80) else c)
+        o = 2 * k + 1
+        j = (o >= 2) + (o >= 4) + (o >= 8)
+        m = np.int16(((j - mb) << 7) + ((o - (1 << j)) << (7 - j)))
+        lo = np.int16(lo + np.int16(u >= m if k % 2 == 1 else u > m))
+    c = np.int16(lo ^ ((lo ^ hi) & np.int16(-np.int16(u >= np.int16(128)))))          # selects as in _pow2_normal
+    c = np.int16(c ^ ((c ^ np.int16(max_code)) & np.int16(-np.int16(a >= np.int16(0x7F80)))))
+    c = np.int16(c | np.int16(np.int16(h >> (15 - sbit)) & (1 << sbit)))
+    return np.uint8(c & ~np.int16(-np.int16(a > np.int16(0x7F80))))
+
+
+@njit(**_JIT)
+def rint_code_bf16_pow2_normal(h, dd, mb, max_code, sbit):
+    """(code, redo): rint_code_bf16_pow2 (same arguments) for the products it takes to a normal code or to zero,
+    with redo False; redo True where that code may be wrong: a NaN/Inf h, or a product in the range whose code is a
+    nonzero subnormal one (more than half the smallest subnormal, less than the smallest normal), which takes
+    rint_code_bf16_pow2's midpoint count. For FP8 MX blocks such elements are rare (a product below 2^emin sits
+    2^(emax - emin) = 2^14 (E4M3) or 2^29 (E5M2) under the block maximum), so a loop over this form does the
+    subnormal count and the special-value selects only for the few blocks it flags. Checked against
+    rint_code_bf16_pow2 for every h and every admitted e (tests/dtypes/test_pow2_codes.py)."""
+    a = np.int16(h & 0x7FFF)
+    u = np.int16(a + np.int16(dd))
+    c = np.int16(_pow2_normal(u, mb, max_code) | np.int16(np.int16(h >> (15 - sbit)) & (1 << sbit)))
+    # below -mb * 128 the product is at most half the smallest subnormal: code 0, which the clamp gives
+    redo = ((u > np.int16(-(mb << 7))) & (u < np.int16(128))) | (a >= np.int16(0x7F80))
+    return np.uint8(c), redo
 
 
 # --------------------------------------------------------------------------------------------------------------

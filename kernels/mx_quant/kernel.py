@@ -18,17 +18,20 @@ Speed: BF16 inputs with RINT and no switches (ftz, unsigned zeros, high-nibble-f
 _convert_run_fast, the element multiply and the codecs of npu_emu.dtypes in loops over contiguous row slices without
 calls or data-dependent branches, which LLVM vectorises. Where a block's reciprocal is a normal power of two in range
 (_pow2_shift: every block but zero, Inf/NaN and extreme ones), the product's BF16 bits are an integer add and the cast
-is rint_code_bf16_pow2, all in 16-bit lanes (_pow2_rows), proven equal to the FP32 product and codecs exhaustively
-(tests/dtypes/test_pow2_codes.py); the other blocks are converted again through the FP32 loops (_fp32_rows: the codecs
-written with selects, encode_e4m3fn, encode_e5m2, the RINT path of the FP4 encoders), or the whole call is when more
-than an eighth of its columns are such. Column blocks (the grouped op, DynamicMxQuant off the last axis) take the block
-maxima row by row over a run of columns, then encode row by row with one shift per column; runs along a row
-(DynamicMxQuant on the last axis) take one shift per block, repeated over its elements so that a unit's whole run
-converts as one row. The OCP scale codes and reciprocals of a row of blocks are one branch-free loop too
-(_ocp_scales), and the grouped op walks 64-row slabs of FUSED_COLS columns instead of the device's 64 x 128 tiles
-(grouped_fused_kernel), which read x in short pieces of far-apart rows. ``faithful`` stages every tile through UB and
-converts every element through _enc_one, the per-element transliteration; the tests prove both paths equal
-(tests/kernels/mx_quant/test_mx_fast.py) and equal to the golden.
+is rint_code_bf16_pow2, all in 16-bit lanes (_pow2_rows, _run_pow2), proven equal to the FP32 product and codecs
+exhaustively (tests/dtypes/test_pow2_codes.py). FP8 runs along a row take its normal-only form
+rint_code_bf16_pow2_normal, which flags the elements whose code is a nonzero subnormal one (or NaN/Inf inputs): rare
+within one token's block, so the blocks holding one are formed again by the full form (_pow2_redo). Other blocks
+are converted again through the FP32 loops (_fp32_rows: the codecs written with selects, encode_e4m3fn, encode_e5m2,
+the RINT path of the FP4 encoders), or the whole call is when more than an eighth of its columns are such. Column
+blocks (the grouped op, DynamicMxQuant off the last axis) take the block maxima row by row over a run of columns,
+then encode row by row with one shift per column; runs along a row (DynamicMxQuant on the last axis) take the
+block maxima block by block, then encode each block with its one shift in fixed chunks of RUN_CHUNK elements. The
+OCP scale codes and reciprocals of a row of blocks are one branch-free loop too (_ocp_scales), and the grouped op
+walks 64-row slabs of FUSED_COLS columns instead of the device's 64 x 128 tiles (grouped_fused_kernel), which read x
+in short pieces of far-apart rows. ``faithful`` stages every tile through UB and converts every element through
+_enc_one, the per-element transliteration; the tests prove both paths equal (tests/kernels/mx_quant/test_mx_fast.py)
+and equal to the golden.
 
 Cores write disjoint GM ranges, so results do not depend on the host thread count.
 """
@@ -49,8 +52,10 @@ from npu_emu.dtypes.scalar import (
     f16_to_f32,
     f32_as_u32,
     f32_to_bf16,
+    pow2_bias,
     pow2_shift_ok,
     rint_code_bf16_pow2,
+    rint_code_bf16_pow2_normal,
     u32_as_f32,
 )
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
@@ -364,27 +369,43 @@ def _fast_row(xr, yr, recips, rc, ncols, dst, per_col):
             yr[j] = np.uint8(lo | (hi << 4))
 
 
-# rint_code_bf16_pow2's format constants by D_* kind: mantissa bits, smallest normal exponent, largest finite code,
-# sign bit
-_P2_MB = (3, 2, 1, 2)
-_P2_EMIN = (-6, -14, 0, 0)
-_P2_MAX = (0x7E, 0x7B, 7, 7)
-_P2_SBIT = (7, 7, 3, 3)
+@njit(**_INL)
+def _p2_format(dst):
+    """rint_code_bf16_pow2's format constants of D_* kind ``dst``: (mantissa bits, smallest normal exponent, largest
+    finite code, sign bit). Conditional expressions, not a lookup in a global tuple: with a tuple indexed by dst the
+    constants did not fold in time for LLVM's vectoriser and an FP4 run loop stayed scalar (5.3 ns/element against
+    0.4 with these)."""
+    mb = 3 if dst == D_E4M3 else (1 if dst == D_E2M1 else 2)
+    emin = -6 if dst == D_E4M3 else (-14 if dst == D_E5M2 else 0)
+    max_code = 0x7E if dst == D_E4M3 else (0x7B if dst == D_E5M2 else 7)
+    return mb, emin, max_code, (7 if dst < D_E2M1 else 3)
+
+
+RUN_CHUNK = 32                  # elements per fixed-length inner loop of a run's 16-bit pass (every block holds one)
 
 
 @njit(**_INL)
-def _pow2_code(h, d, dst):
+def _pow2_code(h, dd, dst):
     """rint_code_bf16_pow2 with the format constants of ``dst`` (FP4: code in the low nibble)."""
-    return rint_code_bf16_pow2(h, d, _P2_MB[dst], _P2_EMIN[dst], _P2_MAX[dst], _P2_SBIT[dst])
+    mb, emin, max_code, sbit = _p2_format(dst)
+    return rint_code_bf16_pow2(h, dd, mb, emin, max_code, sbit)
+
+
+@njit(**_INL)
+def _pow2_normal_code(h, dd, dst):
+    """rint_code_bf16_pow2_normal with the format constants of ``dst``: (code, redo)."""
+    mb, _, max_code, sbit = _p2_format(dst)
+    return rint_code_bf16_pow2_normal(h, dd, mb, max_code, sbit)
 
 
 @njit(**_INL)
 def _pow2_shift(r, dst):
-    """(the exponent shift (e - 127) * 128 of the reciprocal r = 2^(e - 127), whether rint_code_bf16_pow2 takes r):
-    not for NaN, zero, 2^-127, or a reciprocal so large that subnormal inputs would leave zero."""
+    """(pow2_bias of the reciprocal r = 2^(e - 127), whether rint_code_bf16_pow2 takes r): not for NaN, zero,
+    2^-127, or a reciprocal so large that subnormal inputs would leave zero."""
     u = f32_as_u32(r)
-    ok = ((u & np.uint32(0xFFFF)) == 0) & pow2_shift_ok(u >> np.uint32(16), _P2_MB[dst], _P2_EMIN[dst])
-    return np.int16(((np.int64(u) >> 23) - 127) << 7), ok
+    mb, emin, _, _ = _p2_format(dst)
+    ok = ((u & np.uint32(0xFFFF)) == 0) & pow2_shift_ok(u >> np.uint32(16), mb, emin)
+    return pow2_bias(u >> np.uint32(16), emin), ok
 
 
 @njit(**_FN)
@@ -402,7 +423,8 @@ def _pow2_shifts(recips, ncols, dst, dcol):
 @njit(**_INL)
 def _pow2_row(xr, yr, dcol, ncols, dst):
     """One row through rint_code_bf16_pow2, shift dcol[j] for element j (constant ``dst``: one 16-bit-lane loop per
-    format)."""
+    format). Columns keep the full form: a column block spans tokens of different magnitudes, so products with
+    nonzero subnormal codes are common there and the normal-only form would flag most columns."""
     if dst < D_E2M1:
         for j in range(ncols):
             yr[j] = _pow2_code(xr[j], dcol[j], dst)
@@ -427,6 +449,33 @@ def _pow2_rows(xs, xb, xstride, r0, r1, ncols, dcol, ys, yb, ystride, dst):
             _pow2_row(xr, yr, dcol, ncols, D_E2M1)
         else:
             _pow2_row(xr, yr, dcol, ncols, D_E1M2)
+
+
+@njit(**_INL)
+def _pow2_span(xs, x0, n, dd, ys, y0, dst):
+    """n elements from xs[x0] (FP4: n even, packed from ys[y0]) through the full rint_code_bf16_pow2 with one shift dd
+    (constant ``dst``, so that the format constants fold)."""
+    if dst < D_E2M1:
+        xr, yr = xs[x0:x0 + n], ys[y0:y0 + n]
+        for i in range(n):
+            yr[i] = _pow2_code(xr[i], dd, dst)
+    else:
+        xr, yr = xs[x0:x0 + n], ys[y0:y0 + n // 2]
+        for i in range(n // 2):
+            yr[i] = np.uint8(_pow2_code(xr[2 * i], dd, dst) | (_pow2_code(xr[2 * i + 1], dd, dst) << 4))
+
+
+@njit(**_FN)
+def _pow2_redo(xs, x0, n, dd, ys, y0, dst):
+    """_pow2_span for a run block the normal-only form flagged, or one that ends in a short chunk."""
+    if dst == D_E4M3:
+        _pow2_span(xs, x0, n, dd, ys, y0, D_E4M3)
+    elif dst == D_E5M2:
+        _pow2_span(xs, x0, n, dd, ys, y0, D_E5M2)
+    elif dst == D_E2M1:
+        _pow2_span(xs, x0, n, dd, ys, y0, D_E2M1)
+    else:
+        _pow2_span(xs, x0, n, dd, ys, y0, D_E1M2)
 
 
 @njit(**_FN)
@@ -483,24 +532,73 @@ def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystr
     _fp32_rows(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst)
 
 
-@njit(**_FN)
-def _convert_run_fast(xs, xb, nblk, bs, last, recips, ys, yb, dexp, dst):
-    """A run of ``nblk`` blocks of ``bs`` elements (the last ``last`` long), reciprocal b for block b, in 16-bit lanes:
-    each block's shift repeated over its elements in ``dexp`` so that the run converts as one row (_pow2_rows); the
-    blocks whose reciprocal rint_code_bf16_pow2 does not take are converted again through the FP32 loops."""
-    nel = (nblk - 1) * bs + last
-    bad = 0
+@njit(**_INL)
+def _run_chunks(xs, x0, ys, y0, nch, dd, dst):
+    """``nch`` chunks of RUN_CHUNK elements from xs[x0] with one shift (constant ``dst``); returns whether the FP8
+    normal-only form flagged an element. A fixed-length inner loop, which LLVM turns into whole vectors; a loop
+    over a block's runtime length of 32 would not vectorise."""
+    redo = False
+    for c in range(nch):
+        xr = xs[x0 + c * RUN_CHUNK:x0 + (c + 1) * RUN_CHUNK]
+        if dst < D_E2M1:
+            yr = ys[y0 + c * RUN_CHUNK:y0 + (c + 1) * RUN_CHUNK]
+            for i in range(RUN_CHUNK):
+                code, r = _pow2_normal_code(xr[i], dd, dst)
+                yr[i] = code
+                redo |= r
+        else:
+            yr = ys[y0 + c * (RUN_CHUNK // 2):y0 + (c + 1) * (RUN_CHUNK // 2)]
+            for i in range(RUN_CHUNK // 2):
+                yr[i] = np.uint8(_pow2_code(xr[2 * i], dd, dst) | (_pow2_code(xr[2 * i + 1], dd, dst) << 4))
+    return redo
+
+
+@njit(**_INL)
+def _run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst):
+    """_run_pow2 for one (constant) ``dst``: the format is chosen once per run, not per block (a choice inside the
+    block loop costs the chunks their vectors)."""
+    ybs = bs // 2 if dst >= D_E2M1 else bs
     for b in range(nblk):
-        d, ok = _pow2_shift(recips[b], dst)
-        dexp[b * bs:b * bs + (bs if b < nblk - 1 else last)] = d
-        bad += np.int64(1) - np.int64(ok)
-    _pow2_rows(xs, xb, nel, 0, 1, nel, dexp, ys, yb, 0, dst)
-    if bad > 0:
-        ybs = bs // 2 if dst >= D_E2M1 else bs
-        for b in range(nblk):
-            if not _pow2_shift(recips[b], dst)[1]:
-                _fp32_rows(xs, xb + b * bs, 0, 0, 1, bs if b < nblk - 1 else last, recips[b:], 0, 0, ys,
-                           yb + b * ybs, 0, dst)
+        n = bs if b < nblk - 1 else last
+        dd, ok = _pow2_shift(recips[b], dst)
+        if ok:
+            redo = _run_chunks(xs, xb + b * bs, ys, yb + b * ybs, n // RUN_CHUNK, dd, dst)
+            todo[b] = np.int8(1) if (redo or n % RUN_CHUNK != 0) else np.int8(0)
+        else:
+            todo[b] = np.int8(2)
+
+
+@njit(**_FN)
+def _run_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst):
+    """The 16-bit pass over a run of blocks (see _convert_run_fast): whole chunks of every block whose reciprocal
+    rint_code_bf16_pow2 takes; todo[b] = 0 (done), 1 (form the block again with the full form: the normal-only form
+    flagged an element, or the block ends in a short chunk) or 2 (a reciprocal the 16-bit forms do not take). No
+    calls in the loops: a call there costs them their vectors."""
+    if dst == D_E4M3:
+        _run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E4M3)
+    elif dst == D_E5M2:
+        _run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E5M2)
+    elif dst == D_E2M1:
+        _run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E2M1)
+    else:
+        _run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E1M2)
+
+
+@njit(**_FN)
+def _convert_run_fast(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst):
+    """A run of ``nblk`` blocks of ``bs`` elements (the last ``last`` long), reciprocal b for block b, in 16-bit lanes
+    (_run_pow2; FP8 in the normal-only form); then the blocks it leaves: formed again whole by the full
+    rint_code_bf16_pow2 (a flagged element, or a length that is not a multiple of RUN_CHUNK), or through the FP32
+    loops (reciprocals the 16-bit forms do not take). ``todo``: scratch of nblk bytes."""
+    _run_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst)
+    fp4 = dst >= D_E2M1
+    ybs = bs // 2 if fp4 else bs
+    for b in range(nblk):
+        n = bs if b < nblk - 1 else last
+        if todo[b] == 1:
+            _pow2_redo(xs, xb + b * bs, n, _pow2_shift(recips[b], dst)[0], ys, yb + b * ybs, dst)
+        elif todo[b] == 2:
+            _fp32_rows(xs, xb + b * bs, 0, 0, 1, n, recips[b:], 0, 0, ys, yb + b * ybs, 0, dst)
 
 
 @njit(**_INL)
@@ -570,11 +668,10 @@ def _column_blocks(xs, xb, xstride, r0, r1, ncols, ys, yb, ystride, ss, sb, slot
 
 
 @njit(**_FN)
-def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, dexp, p, r32, mlb32):
+def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, todo, p, r32, mlb32):
     """``nblk`` consecutive blocks of ``bs`` elements from xs[xb] (the last one ``last`` long), codes to
-    ss[sb + b] followed by ``pad`` 0x00 pad slots; y from ys[yb] (FP4: packed; bs and last even). ``dexp``: scratch
-    for one exponent shift per element, which lets the fused path convert the whole run as one row (empty: per
-    block)."""
+    ss[sb + b] followed by ``pad`` 0x00 pad slots; y from ys[yb] (FP4: packed; bs and last even). ``todo``: scratch
+    of one byte per block for the fused path's _convert_run_fast (empty: the per-block _convert)."""
     xk, alg, dyn, ni = p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0
     for b in range(nblk):
         n = bs if b < nblk - 1 else last
@@ -602,8 +699,8 @@ def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, dexp, 
     fp4 = p[P_DST] >= D_E2M1
     ybs = bs // 2 if fp4 else bs
     nel = (nblk - 1) * bs + last
-    if _fast_convert(p) and dexp.size >= nel:
-        _convert_run_fast(xs, xb, nblk, bs, last, recips, ys, yb, dexp, p[P_DST])
+    if _fast_convert(p) and todo.size >= nblk:
+        _convert_run_fast(xs, xb, nblk, bs, last, recips, ys, yb, todo, p[P_DST])
         return
     full = nblk if last == bs else nblk - 1
     _convert(xs, xb, bs, 0, full, bs, recips, 1, 0, ys, yb, ybs, p)
@@ -925,7 +1022,7 @@ def _check_grouped_tiling(td, m, n, ub_size, group_index, validate):
 # ---------------------------------------------------------------------------------------------------------------
 
 @njit(**_INL)
-def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, dexp, p, r32, mlb32):
+def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, todo, p, r32, mlb32):
     """One unit of the decomposition: (pre index, chunk of block pairs, chunk of post-axis columns).
 
     x_gm holds uint16 words (FP32 elements are two words); every index below counts elements."""
@@ -965,7 +1062,7 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, dexp, p,
             xs, xb, ys, yb, ss, sb = x_gm, x0, y_gm, (x0 // 2 if fp4 else x0), s_gm, s0
         # an odd block count leaves the pair's second slot: the pad written by _row_blocks
         _row_blocks(xs, xb, nblk, bs, nel - (nblk - 1) * bs, 2 * (q1 - q0) - nblk, ys, yb, ss, sb, scr, recips,
-                    dexp, p, r32, mlb32)
+                    todo, p, r32, mlb32)
         if faithful:
             _copy_out(y_gm[(x0 // 2 if fp4 else x0):], ub_y, 1, nel // 2 if fp4 else nel, 0)
             _copy_out(s_gm[s0:], ub_s, 1, 2 * (q1 - q0), 0)
@@ -1007,10 +1104,10 @@ def _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32):
     scr = np.empty(width, np.int64)
     scr16 = np.empty(width, np.uint16)
     recips = np.empty(width, np.float32)
-    # runs along the last axis: one exponent shift per element of a unit's run for the fused convert
-    dexp = np.empty(2 * td.blockSize * td.pairChunk if td.postAxisSize == 1 and _fast_convert(p) else 0, np.int16)
+    # runs along the last axis: one byte per block of a unit's run for the fused convert
+    todo = np.empty(2 * td.pairChunk if td.postAxisSize == 1 and _fast_convert(p) else 0, np.int8)
     for u in range(first, first + count):
-        _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, dexp, p, r32, mlb32)
+        _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, todo, p, r32, mlb32)
 
 
 @njit(parallel=PARALLEL, **_FN)

@@ -6,7 +6,10 @@ this proves they need not).
 
 Which loops a sweep reaches depends on its reciprocals: those rint_code_bf16_pow2 takes run in 16-bit lanes, the
 rest through the FP32 loops, either for a whole call (columns, when more than an eighth of them are not taken) or as
-a second pass over the columns and blocks concerned. The sweeps below reach each of these.
+a second pass over the columns and blocks concerned. In 16-bit lanes, FP8 runs take the normal-only form, and the
+blocks it flags are formed again by the full one; every BF16 pattern includes the flagged ones (NaN, Inf, and the
+products whose code is a nonzero subnormal), so every run sweep reaches that pass too. The sweeps below reach each
+of these.
 
 The default run takes every 2^16 BF16 pattern against a spread of the 257 reciprocals; the slow run takes all of
 them. The end-to-end fast == faithful == golden checks are in test_mx_properties.py (every tiling branch there runs
@@ -63,7 +66,7 @@ def _sweep(dst, bf16_mul, per_col, offsets, recip_set=RECIPS_F32):
     ystride = cols // 2 if fp4 else cols
     fast = np.empty(xs.size // 2 if fp4 else xs.size, np.uint8)
     ref = np.empty_like(fast)
-    dexp = np.empty(xs.size, np.int16)
+    todo = np.empty(rows, np.int8)
     lanes = cols if per_col else rows
     for k in offsets:
         recips = recip_set[(k + np.arange(lanes)) % recip_set.size]
@@ -72,7 +75,7 @@ def _sweep(dst, bf16_mul, per_col, offsets, recip_set=RECIPS_F32):
         calls = {"_convert_fast": lambda: K._convert_fast(xs, 0, cols, 0, rows, cols, recips, rrs, rcs, fast, 0,
                                                           ystride, dst)}
         if not per_col:
-            calls["_convert_run_fast"] = lambda: K._convert_run_fast(xs, 0, rows, cols, cols, recips, fast, 0, dexp,
+            calls["_convert_run_fast"] = lambda: K._convert_run_fast(xs, 0, rows, cols, cols, recips, fast, 0, todo,
                                                                      dst)
         for name, call in calls.items():
             fast[:] = 0xEE
@@ -118,22 +121,33 @@ def test_fp32_column_loops_equal_faithful(dst, bf16_mul):
 
 
 @pytest.mark.parametrize("dst", DSTS)
-def test_run_with_a_short_last_block(dst):
-    """_convert_run_fast on 5 blocks of 32 whose last is 18 long, with reciprocals the 16-bit loops take and do not
-    take, against _enc_one element by element; the byte after the run stays untouched."""
+@pytest.mark.parametrize("bs, last", [(32, 18), (32, 32), (64, 50), (96, 96)])
+def test_run_blocks_take_every_pass(dst, bs, last):
+    """_convert_run_fast on 5 blocks of ``bs`` (one, two or three fixed chunks) whose last is ``last`` long, against
+    _enc_one element by element, with the byte after the run untouched. The blocks are laid out so that each pass is
+    taken, and the scratch ``todo`` shows it: blocks 0 and 4 hold products in the normal range (16-bit pass only;
+    block 4 again whole by the full form when its length is not a multiple of RUN_CHUNK), block 2 random patterns,
+    which for FP8 include elements the normal-only form flags (formed again by the full form), blocks 1 and 3 the NaN
+    and zero reciprocals (FP32 loops)."""
     rng = np.random.default_rng(dst)
-    nblk, bs, last = 5, 32, 18
+    nblk = 5
     nel = (nblk - 1) * bs + last
-    xs = rng.integers(0, 1 << 16, nel).astype(np.uint16)
+    xs = (rng.standard_normal(nel).astype(np.float32) * 8).view(np.uint32) >> 16
+    xs = xs.astype(np.uint16)
+    xs[2 * bs:3 * bs] = rng.integers(0, 1 << 16, bs)
     pow2 = _pow2_recips(dst)
-    recips = np.array([pow2[3], RECIPS_F32[-1], pow2[-1], RECIPS_F32[-2], RECIPS_F32[-3]], np.float32)
+    two5 = np.float32(32.0)
+    assert two5 in pow2
+    recips = np.array([two5, RECIPS_F32[-2], pow2[-1], RECIPS_F32[-1], two5], np.float32)
     fp4 = dst >= K.D_E2M1
     got = np.full(nel // 2 + 1 if fp4 else nel + 1, 0xEE, np.uint8)
-    K._convert_run_fast(xs, 0, nblk, bs, last, recips, got, 0, np.empty(nel, np.int16), dst)
+    todo = np.full(nblk, 7, np.int8)
+    K._convert_run_fast(xs, 0, nblk, bs, last, recips, got, 0, todo, dst)
     codes = np.array([K._enc_one(np.int64(xs[i]), K.X_BF16, recips[i // bs], dst, CAST_RINT, False, True, True)
                       for i in range(nel)], np.uint8)
     want = codes[0::2] | (codes[1::2] << 4) if fp4 else codes
     assert np.array_equal(got[:-1], want) and got[-1] == 0xEE
+    assert list(todo) == [0, 2, 0 if fp4 else 1, 2, 0 if last % K.RUN_CHUNK == 0 else 1], list(todo)
 
 
 @pytest.mark.slow
@@ -148,7 +162,8 @@ def test_fast_equals_faithful_exhaustive(dst, bf16_mul, per_col):
 @pytest.mark.slow
 def test_fast_loops_vectorise():
     """The fast row loops vectorise: a fresh, uncached compile (numba cannot show the IR of cached code) has one LLVM
-    vector.body per specialised loop (FP32: 4 formats x 2 block shapes; 16-bit: 4 formats)."""
+    vector.body per specialised loop (FP32: 4 formats x 2 block shapes; 16-bit: 4 formats), and the run pass works
+    on 16-bit vectors."""
     xs = np.arange(1 << 12, dtype=np.uint16)
     ys = np.empty(xs.size, np.uint8)
     for func, args, loops in ((K._fp32_rows, (np.ones(128, np.float32), 0, 1), 8),
@@ -158,6 +173,22 @@ def test_fast_loops_vectorise():
         ir = fresh.inspect_llvm(fresh.signatures[0])
         # LLVM numbers the blocks after the first: vector.body, vector.body12, ...
         assert len(re.findall(r"^vector\.body\d*:", ir, re.M)) >= loops, func.__name__
+    # a run's fixed chunks: LLVM unrolls each chunk loop and vectorises it whole (no vector.body), so count AVX2
+    # (or AVX-512) registers in the machine code, per format. Two ways these chunks have run scalar (about 16 such
+    # registers, against 137-243 vectorised): conditional expressions in the 16-bit forms (E2M1), and format
+    # constants looked up in a global tuple by dst (E2M1, 5.3 ns/element against 0.57)
+    for dst in (K.D_E4M3, K.D_E5M2, K.D_E2M1, K.D_E1M2):
+        fresh = _run_blocks_one_format(dst)
+        fresh(xs, 0, 128, 32, 32, np.full(128, 32.0, np.float32), ys, 0, np.empty(128, np.int8))
+        asm = fresh.inspect_asm(fresh.signatures[0])
+        assert len(re.findall(r"[yz]mm", asm)) >= 64, dst
+
+
+def _run_blocks_one_format(dst):
+    """A fresh compile of the run pass for one format (dst a compile-time constant, as in _run_pow2's branches)."""
+    def one(xs, xb, nblk, bs, last, recips, ys, yb, todo):
+        K._run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst)
+    return njit(error_model="numpy")(one)
 
 
 @pytest.mark.parametrize("dst", [24, 23, 296, 297])
