@@ -373,8 +373,8 @@ def _fast_row(xr, yr, recips, rc, ncols, dst, per_col):
 def _p2_format(dst):
     """rint_code_bf16_pow2's format constants of D_* kind ``dst``: (mantissa bits, smallest normal exponent, largest
     finite code, sign bit). Conditional expressions, not a lookup in a global tuple: with a tuple indexed by dst the
-    constants did not fold in time for LLVM's vectoriser and an FP4 run loop stayed scalar (5.3 ns/element against
-    0.4 with these)."""
+    constants did not fold in time for LLVM's vectoriser and the FP4 run pass stayed scalar (5.3-5.9 ns/element
+    against 0.59 with these)."""
     mb = 3 if dst == D_E4M3 else (1 if dst == D_E2M1 else 2)
     emin = -6 if dst == D_E4M3 else (-14 if dst == D_E5M2 else 0)
     max_code = 0x7E if dst == D_E4M3 else (0x7B if dst == D_E5M2 else 7)

@@ -174,9 +174,10 @@ def test_fast_loops_vectorise():
         # LLVM numbers the blocks after the first: vector.body, vector.body12, ...
         assert len(re.findall(r"^vector\.body\d*:", ir, re.M)) >= loops, func.__name__
     # a run's fixed chunks: LLVM unrolls each chunk loop and vectorises it whole (no vector.body), so count AVX2
-    # (or AVX-512) registers in the machine code, per format. Two ways these chunks have run scalar (about 16 such
-    # registers, against 137-243 vectorised): conditional expressions in the 16-bit forms (E2M1), and format
-    # constants looked up in a global tuple by dst (E2M1, 5.3 ns/element against 0.57)
+    # (or AVX-512) registers in the machine code, per format: 137-243 vectorised, 16 for E2M1 with the conditional
+    # expressions the 16-bit forms had before they selected by masks. (The other way these chunks ran scalar, format
+    # constants looked up in a global tuple by dst, showed in the kernel's own compile but not in this one; the FP4
+    # asv benchmark would show it, at about 10x.)
     for dst in (K.D_E4M3, K.D_E5M2, K.D_E2M1, K.D_E1M2):
         fresh = _run_blocks_one_format(dst)
         fresh(xs, 0, 128, 32, 32, np.full(128, 32.0, np.float32), ys, 0, np.empty(128, np.int8))
