@@ -556,16 +556,21 @@ def _run_chunks(xs, x0, ys, y0, nch, dd, dst):
 @njit(**_INL)
 def _run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst):
     """_run_pow2 for one (constant) ``dst``: the format is chosen once per run, not per block (a choice inside the
-    block loop costs the chunks their vectors)."""
-    ybs = bs // 2 if dst >= D_E2M1 else bs
+    block loop costs the chunks their vectors). The whole chunks of the run are walked as one sequence, chunk c in
+    block c // (bs // RUN_CHUNK) (bs is a multiple of RUN_CHUNK): a chunk loop nested in the block loop, with its
+    runtime count bs // RUN_CHUNK, ran the FP4 pass at 0.52-0.54 ns/element against 0.35 (1 thread,
+    L2-resident)."""
+    per = bs // RUN_CHUNK
+    yc = RUN_CHUNK // 2 if dst >= D_E2M1 else RUN_CHUNK
     for b in range(nblk):
         n = bs if b < nblk - 1 else last
+        ok = _pow2_shift(recips[b], dst)[1]
+        todo[b] = np.int8(2) if not ok else (np.int8(1) if n % RUN_CHUNK != 0 else np.int8(0))
+    for c in range((nblk - 1) * per + last // RUN_CHUNK):
+        b = c // per
         dd, ok = _pow2_shift(recips[b], dst)
-        if ok:
-            redo = _run_chunks(xs, xb + b * bs, ys, yb + b * ybs, n // RUN_CHUNK, dd, dst)
-            todo[b] = np.int8(1) if (redo or n % RUN_CHUNK != 0) else np.int8(0)
-        else:
-            todo[b] = np.int8(2)
+        if ok and _run_chunks(xs, xb + c * RUN_CHUNK, ys, yb + c * yc, 1, dd, dst):
+            todo[b] = np.int8(1)
 
 
 @njit(**_FN)

@@ -150,6 +150,29 @@ def test_run_blocks_take_every_pass(dst, bs, last):
     assert list(todo) == [0, 2, 0 if fp4 else 1, 2, 0 if last % K.RUN_CHUNK == 0 else 1], list(todo)
 
 
+@pytest.mark.parametrize("dst", DSTS)
+@pytest.mark.parametrize("last", [18, 50])
+def test_run_short_last_block_rejected(dst, last):
+    """A run whose last block holds no whole chunk (18) or one and a short rest (50) and has a reciprocal the 16-bit
+    forms do not take (NaN): the run pass walks chunks, not blocks, so that block's todo byte must come from its
+    reciprocal (2, FP32 loops), not from its length (1, the full 16-bit form with a meaningless shift)."""
+    rng = np.random.default_rng(last + dst)
+    bs = 32 if last < 32 else 64
+    nel = bs + last
+    xs = ((rng.standard_normal(nel).astype(np.float32) * 8).view(np.uint32) >> 16).astype(np.uint16)
+    recips = np.array([np.float32(32.0), RECIPS_F32[-2]], np.float32)
+    assert np.isnan(recips[1])
+    fp4 = dst >= K.D_E2M1
+    got = np.full(nel // 2 + 1 if fp4 else nel + 1, 0xEE, np.uint8)
+    todo = np.full(2, 7, np.int8)
+    K._convert_run_fast(xs, 0, 2, bs, last, recips, got, 0, todo, dst)
+    codes = np.array([K._enc_one(np.int64(xs[i]), K.X_BF16, recips[i // bs], dst, CAST_RINT, False, True, True)
+                      for i in range(nel)], np.uint8)
+    want = codes[0::2] | (codes[1::2] << 4) if fp4 else codes
+    assert list(todo) == [0, 2], list(todo)
+    assert np.array_equal(got[:-1], want) and got[-1] == 0xEE
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("dst", DSTS)
 @pytest.mark.parametrize("bf16_mul", [False, True])
