@@ -1,8 +1,9 @@
 """Bit-exact codecs of the Ascend low-precision formats (installed as ``npu_emu.dtypes``; spec: codecs.md).
 
-Scalar codecs for njit kernels live in ``npu_emu.dtypes.scalar``. This module is the numpy-level API: it validates
-every argument (raising ``AclnnError`` 161001/161002 with what to change) and then runs a parallel njit loop over
-the scalar codecs. Codes are uint8, one per element (FP4 in the low nibble; ``pack_fp4`` makes ``fp4x2`` bytes).
+Scalar codecs for njit kernels live in ``npu_emu.dtypes.scalar``; the MX kernels' 16-bit casts also have vector
+forms, 32 elements a call, in ``npu_emu.dtypes.vector``. This module is the numpy-level API: it validates every
+argument (raising ``AclnnError`` 161001/161002 with what to change) and then runs a parallel njit loop over the
+scalar codecs. Codes are uint8, one per element (FP4 in the low nibble; ``pack_fp4`` makes ``fp4x2`` bytes).
 
 float64 inputs are rounded to float32 with round-to-odd first (``scalar.f64_to_f32_odd``). For every target here
 (at most 22 significand bits, quanta of at least 2^-147) that intermediate keeps the float64 value's position

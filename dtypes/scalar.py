@@ -321,9 +321,10 @@ def pow2_shift_ok(recip_bits, mb, emin):
 
 @njit(**_JIT)
 def pow2_bias(recip_bits, emin):
-    """The int16 ``dd`` that rint_code_bf16_pow2 and rint_code_bf16_pow2_normal take for the reciprocal 2^(e - 127)
-    with BF16 bits ``recip_bits``: (e - 127) * 128, the product's exponent move, less (126 + emin) * 128, so that
-    u = |h| + dd is >= 128 exactly when the product is a normal number of the format. One subtraction per block."""
+    """The int16 ``dd`` that rint_code_bf16_pow2 (and its vector forms in npu_emu.dtypes.vector) take for the
+    reciprocal 2^(e - 127) with BF16 bits ``recip_bits``: (e - 127) * 128, the product's exponent move, less
+    (126 + emin) * 128, so that u = |h| + dd is >= 128 exactly when the product is a normal number of the format.
+    One subtraction per block."""
     return np.int16(((((np.int64(recip_bits) >> 7) & 0xFF) - 253 - emin) << 7))
 
 
@@ -378,23 +379,6 @@ def rint_code_bf16_pow2(h, dd, mb, emin, max_code, sbit):
     c = np.int16(c ^ ((c ^ np.int16(max_code)) & np.int16(-np.int16(a >= np.int16(0x7F80)))))
     c = np.int16(c | np.int16(np.int16(h >> (15 - sbit)) & (1 << sbit)))
     return np.uint8(c & ~np.int16(-np.int16(a > np.int16(0x7F80))))
-
-
-@njit(**_JIT)
-def rint_code_bf16_pow2_normal(h, dd, mb, max_code, sbit):
-    """(code, redo): rint_code_bf16_pow2 (same arguments) for the products it takes to a normal code or to zero,
-    with redo False; redo True where that code may be wrong: a NaN/Inf h, or a product in the range whose code is a
-    nonzero subnormal one (more than half the smallest subnormal, less than the smallest normal), which takes
-    rint_code_bf16_pow2's midpoint count. For FP8 MX blocks such elements are rare (a product below 2^emin sits
-    2^(emax - emin) = 2^14 (E4M3) or 2^29 (E5M2) under the block maximum), so a loop over this form does the
-    subnormal count and the special-value selects only for the few blocks it flags. Checked against
-    rint_code_bf16_pow2 for every h and every admitted e (tests/dtypes/test_pow2_codes.py)."""
-    a = np.int16(h & 0x7FFF)
-    u = np.int16(a + np.int16(dd))
-    c = np.int16(_pow2_normal(u, mb, max_code) | np.int16(np.int16(h >> (15 - sbit)) & (1 << sbit)))
-    # below -mb * 128 the product is at most half the smallest subnormal: code 0, which the clamp gives
-    redo = ((u > np.int16(-(mb << 7))) & (u < np.int16(128))) | (a >= np.int16(0x7F80))
-    return np.uint8(c), redo
 
 
 # --------------------------------------------------------------------------------------------------------------

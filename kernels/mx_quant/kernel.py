@@ -15,23 +15,23 @@ npu_emu.dtypes.scalar. With ``faithful`` each tile goes GM -> UB (DataCopyPad), 
 otherwise the same compute functions read and write GM directly (and convert elements as below).
 
 Speed: BF16 inputs with RINT and no switches (ftz, unsigned zeros, high-nibble-first FP4) take _convert_fast /
-_convert_run_fast, the element multiply and the codecs of npu_emu.dtypes in loops over contiguous row slices without
+_convert_run, the element multiply and the codecs of npu_emu.dtypes in loops over contiguous row slices without
 calls or data-dependent branches, which LLVM vectorises. Where a block's reciprocal is a normal power of two in range
 (_pow2_shift: every block but zero, Inf/NaN and extreme ones), the product's BF16 bits are an integer add and the cast
-is rint_code_bf16_pow2, all in 16-bit lanes (_pow2_rows, _run_pow2), proven equal to the FP32 product and codecs
-exhaustively (tests/dtypes/test_pow2_codes.py). FP8 runs along a row take its normal-only form
-rint_code_bf16_pow2_normal, which flags the elements whose code is a nonzero subnormal one (or NaN/Inf inputs): rare
-within one token's block, so the blocks holding one are formed again by the full form (_pow2_redo). Other blocks
-are converted again through the FP32 loops (_fp32_rows: the codecs written with selects, encode_e4m3fn, encode_e5m2,
-the RINT path of the FP4 encoders), or the whole call is when more than an eighth of its columns are such. Column
-blocks (the grouped op, DynamicMxQuant off the last axis) take the block maxima row by row over a run of columns,
-then encode row by row with one shift per column; runs along a row (DynamicMxQuant on the last axis) take the
-block maxima block by block, then encode each block with its one shift in fixed chunks of RUN_CHUNK elements. The
-OCP scale codes and reciprocals of a row of blocks are one branch-free loop too (_ocp_scales), and the grouped op
-walks 64-row slabs of FUSED_COLS columns instead of the device's 64 x 128 tiles (grouped_fused_kernel), which read x
-in short pieces of far-apart rows. ``faithful`` stages every tile through UB and converts every element through
-_enc_one, the per-element transliteration; the tests prove both paths equal (tests/kernels/mx_quant/test_mx_fast.py)
-and equal to the golden.
+is rint_code_bf16_pow2, all in 16-bit lanes, proven equal to the FP32 product and codecs exhaustively
+(tests/dtypes/test_pow2_codes.py). Runs along a row (DynamicMxQuant on the last axis) take its vector forms of
+npu_emu.dtypes.vector, 32 elements a call (_run_blocks); with OCP scales one pass per block forms the block maximum,
+the scale and the codes while the block is in L1. FP8 there takes the normal-only form, which flags the chunks
+holding a code that is a nonzero subnormal one (or NaN/Inf inputs): rare within one token's block, so the blocks
+holding one are formed again by the full form (_pow2_redo). Other blocks are converted again through the FP32 loops
+(_fp32_rows: the codecs written with selects, encode_e4m3fn, encode_e5m2, the RINT path of the FP4 encoders), or the
+whole call is when more than an eighth of its columns are such. Column blocks (the grouped op, DynamicMxQuant off
+the last axis) take the block maxima row by row over a run of columns, then encode row by row with one shift per
+column (_pow2_rows). Their OCP scale codes and reciprocals are one branch-free loop too (_ocp_scales), and the
+grouped op walks 64-row slabs of FUSED_COLS columns instead of the device's 64 x 128 tiles (grouped_fused_kernel),
+which read x in short pieces of far-apart rows. ``faithful`` stages every tile through UB and converts every element
+through _enc_one, the per-element transliteration; the tests prove both paths equal
+(tests/kernels/mx_quant/test_mx_fast.py) and equal to the golden.
 
 Cores write disjoint GM ranges, so results do not depend on the host thread count.
 """
@@ -55,8 +55,15 @@ from npu_emu.dtypes.scalar import (
     pow2_bias,
     pow2_shift_ok,
     rint_code_bf16_pow2,
-    rint_code_bf16_pow2_normal,
     u32_as_f32,
+)
+from npu_emu.dtypes.vector import (
+    LANES,
+    bf16_masked_max32,
+    e1m2_pow2_full32,
+    e2m1_pow2_full32,
+    e4m3_pow2_normal32,
+    e5m2_pow2_normal32,
 )
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.jit_options import PARALLEL
@@ -66,6 +73,10 @@ from npu_emu.validate import MAX_BLOCK_DIM, MAX_TILES, AccessPattern
 
 _INL = dict(inline="always", cache=True, error_model="numpy")
 _FN = dict(cache=True, error_model="numpy")
+# Integer arguments of non-inlined calls go as int64 values, never as literals: numba compiles a separate copy of the
+# callee for each combination of literal constants at its call sites (0 is typed Literal[int](0)), and the FP32 row
+# loops had five copies in the DynamicMxQuant kernel alone, about four minutes of compile time each.
+_0, _1 = np.int64(0), np.int64(1)
 
 # input kinds, output kinds, scale algorithms
 X_BF16, X_F16, X_F32 = 0, 1, 2
@@ -381,7 +392,7 @@ def _p2_format(dst):
     return mb, emin, max_code, (7 if dst < D_E2M1 else 3)
 
 
-RUN_CHUNK = 32                  # elements per fixed-length inner loop of a run's 16-bit pass (every block holds one)
+RUN_CHUNK = LANES               # elements per vector call of a run's 16-bit pass (every block holds a whole number)
 
 
 @njit(**_INL)
@@ -389,13 +400,6 @@ def _pow2_code(h, dd, dst):
     """rint_code_bf16_pow2 with the format constants of ``dst`` (FP4: code in the low nibble)."""
     mb, emin, max_code, sbit = _p2_format(dst)
     return rint_code_bf16_pow2(h, dd, mb, emin, max_code, sbit)
-
-
-@njit(**_INL)
-def _pow2_normal_code(h, dd, dst):
-    """rint_code_bf16_pow2_normal with the format constants of ``dst``: (code, redo)."""
-    mb, _, max_code, sbit = _p2_format(dst)
-    return rint_code_bf16_pow2_normal(h, dd, mb, max_code, sbit)
 
 
 @njit(**_INL)
@@ -526,76 +530,99 @@ def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystr
                 step = 2 if dst >= D_E2M1 else 1          # an FP4 byte holds a pair of columns
                 for j in range(0, ncols, step):
                     if not (_pow2_shift(recips[j], dst)[1] and _pow2_shift(recips[j + step - 1], dst)[1]):
-                        _fp32_rows(xs, xb + j, xstride, r0, r1, step, recips[j:], 0, 1, ys,
+                        _fp32_rows(xs, xb + j, xstride, r0, r1, step, recips[j:], _0, _1, ys,
                                    yb + (j // 2 if step == 2 else j), ystride, dst)
             return
     _fp32_rows(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst)
 
 
 @njit(**_INL)
-def _run_chunks(xs, x0, ys, y0, nch, dd, dst):
-    """``nch`` chunks of RUN_CHUNK elements from xs[x0] with one shift (constant ``dst``); returns whether the FP8
-    normal-only form flagged an element. A fixed-length inner loop, which LLVM turns into whole vectors; a loop
-    over a block's runtime length of 32 would not vectorise."""
-    redo = False
-    for c in range(nch):
-        xr = xs[x0 + c * RUN_CHUNK:x0 + (c + 1) * RUN_CHUNK]
-        if dst < D_E2M1:
-            yr = ys[y0 + c * RUN_CHUNK:y0 + (c + 1) * RUN_CHUNK]
-            for i in range(RUN_CHUNK):
-                code, r = _pow2_normal_code(xr[i], dd, dst)
-                yr[i] = code
-                redo |= r
-        else:
-            yr = ys[y0 + c * (RUN_CHUNK // 2):y0 + (c + 1) * (RUN_CHUNK // 2)]
-            for i in range(RUN_CHUNK // 2):
-                yr[i] = np.uint8(_pow2_code(xr[2 * i], dd, dst) | (_pow2_code(xr[2 * i + 1], dd, dst) << 4))
-    return redo
-
-
-@njit(**_INL)
-def _run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst):
-    """_run_pow2 for one (constant) ``dst``: the format is chosen once per run, not per block (a choice inside the
-    block loop costs the chunks their vectors). The whole chunks of the run are walked as one sequence, chunk c in
-    block c // (bs // RUN_CHUNK) (bs is a multiple of RUN_CHUNK): a chunk loop nested in the block loop, with its
-    runtime count bs // RUN_CHUNK, ran the FP4 pass at 0.52-0.54 ns/element against 0.35 (1 thread,
-    L2-resident)."""
-    per = bs // RUN_CHUNK
+def _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, fused, ss, sb, em, legacy):
+    """_run_pass for one (constant) ``dst``. No inlined calls that take arrays inside the block loop: numba
+    increfs and decrefs every array an inlined function takes, at each call, which cost this loop about half its time
+    (32.7 against 21.6 ms for the E4M3 pass at the benchmark shape). With ``fused`` each block's OCP scale is formed
+    first, from the maximum of its exponent fields while the block is in L1: code to ss[sb + b], reciprocal to
+    recips[b] (what _ocp_scales gives); otherwise recips holds the reciprocals. A short last block (``last`` < bs)
+    gets its scale here and is left whole to the full form (todo 1) or the FP32 loops (todo 2)."""
     yc = RUN_CHUNK // 2 if dst >= D_E2M1 else RUN_CHUNK
-    for b in range(nblk):
-        n = bs if b < nblk - 1 else last
-        ok = _pow2_shift(recips[b], dst)[1]
-        todo[b] = np.int8(2) if not ok else (np.int8(1) if n % RUN_CHUNK != 0 else np.int8(0))
-    for c in range((nblk - 1) * per + last // RUN_CHUNK):
-        b = c // per
+    ybs = bs // 2 if dst >= D_E2M1 else bs
+    nch = bs // RUN_CHUNK
+    full = nblk if last == bs or nblk == 0 else nblk - 1
+    left = 0
+    for b in range(full):
+        x0, y0 = xb + b * bs, yb + b * ybs
+        if fused:
+            m = bf16_masked_max32(xs, x0, np.uint16(0x7F80))
+            for c in range(1, nch):
+                m = max(m, bf16_masked_max32(xs, x0 + c * RUN_CHUNK, np.uint16(0x7F80)))
+            code, rb = _ocp_code_recip(np.int64(m) >> 7, em, legacy)
+            ss[sb + b] = np.uint8(code)
+            recips[b] = u32_as_f32(np.uint32(rb << 16))
         dd, ok = _pow2_shift(recips[b], dst)
-        if ok and _run_chunks(xs, xb + c * RUN_CHUNK, ys, yb + c * yc, 1, dd, dst):
-            todo[b] = np.int8(1)
+        t = np.int8(2)
+        if ok:
+            redo = False
+            for c in range(nch):
+                # FP8: the normal-only form, which says whether it flagged an element; FP4: the full form
+                if dst == D_E4M3:
+                    redo |= e4m3_pow2_normal32(xs, x0 + c * RUN_CHUNK, ys, y0 + c * yc, dd)
+                elif dst == D_E5M2:
+                    redo |= e5m2_pow2_normal32(xs, x0 + c * RUN_CHUNK, ys, y0 + c * yc, dd)
+                elif dst == D_E2M1:
+                    e2m1_pow2_full32(xs, x0 + c * RUN_CHUNK, ys, y0 + c * yc, dd)
+                else:
+                    e1m2_pow2_full32(xs, x0 + c * RUN_CHUNK, ys, y0 + c * yc, dd)
+            t = np.int8(1) if redo else np.int8(0)
+        todo[b] = t
+        left += t != 0
+    if full < nblk:
+        b = nblk - 1
+        if fused:
+            m = np.uint16(0)
+            for i in range(last):
+                m = max(m, np.uint16(xs[xb + b * bs + i] & np.uint16(0x7F80)))
+            code, rb = _ocp_code_recip(np.int64(m) >> 7, em, legacy)
+            ss[sb + b] = np.uint8(code)
+            recips[b] = u32_as_f32(np.uint32(rb << 16))
+        todo[b] = np.int8(1) if _pow2_shift(recips[b], dst)[1] else np.int8(2)
+        left += 1
+    return left
 
 
 @njit(**_FN)
-def _run_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst):
-    """The 16-bit pass over a run of blocks (see _convert_run_fast): whole chunks of every block whose reciprocal
-    rint_code_bf16_pow2 takes; todo[b] = 0 (done), 1 (form the block again with the full form: the normal-only form
-    flagged an element, or the block ends in a short chunk) or 2 (a reciprocal the 16-bit forms do not take). No
-    calls in the loops: a call there costs them their vectors."""
+def _run_pass(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, fused, ss, sb, em, legacy):
+    """The 16-bit pass over a run of blocks (see _convert_run): the whole blocks whose reciprocal the 16-bit forms
+    take; todo[b] = 0 (done), 1 (form the block again with the full form: the normal-only form flagged an element, or
+    the block is a short last one) or 2 (a reciprocal the 16-bit forms do not take). Returns how many blocks are not
+    done. The format is chosen once per run, here, so that each copy of the block loop has its own constant format,
+    and blocks of RUN_CHUNK elements (the default block size) take a copy in which the length is a constant too: with
+    the length known only at run time the chunk loops cost the E4M3 pass a third (21.6 against 14.9 ms)."""
     if dst == D_E4M3:
-        _run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E4M3)
-    elif dst == D_E5M2:
-        _run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E5M2)
-    elif dst == D_E2M1:
-        _run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E2M1)
-    else:
-        _run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E1M2)
+        if bs == RUN_CHUNK:
+            return _run_blocks(xs, xb, nblk, RUN_CHUNK, last, recips, ys, yb, todo, D_E4M3, fused, ss, sb, em, legacy)
+        return _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E4M3, fused, ss, sb, em, legacy)
+    if dst == D_E5M2:
+        if bs == RUN_CHUNK:
+            return _run_blocks(xs, xb, nblk, RUN_CHUNK, last, recips, ys, yb, todo, D_E5M2, fused, ss, sb, em, legacy)
+        return _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E5M2, fused, ss, sb, em, legacy)
+    if dst == D_E2M1:
+        if bs == RUN_CHUNK:
+            return _run_blocks(xs, xb, nblk, RUN_CHUNK, last, recips, ys, yb, todo, D_E2M1, fused, ss, sb, em, legacy)
+        return _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E2M1, fused, ss, sb, em, legacy)
+    if bs == RUN_CHUNK:
+        return _run_blocks(xs, xb, nblk, RUN_CHUNK, last, recips, ys, yb, todo, D_E1M2, fused, ss, sb, em, legacy)
+    return _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E1M2, fused, ss, sb, em, legacy)
 
 
 @njit(**_FN)
-def _convert_run_fast(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst):
-    """A run of ``nblk`` blocks of ``bs`` elements (the last ``last`` long), reciprocal b for block b, in 16-bit lanes
-    (_run_pow2; FP8 in the normal-only form); then the blocks it leaves: formed again whole by the full
-    rint_code_bf16_pow2 (a flagged element, or a length that is not a multiple of RUN_CHUNK), or through the FP32
-    loops (reciprocals the 16-bit forms do not take). ``todo``: scratch of nblk bytes."""
-    _run_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst)
+def _convert_run(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, fused, ss, sb, em, legacy):
+    """A run of ``nblk`` blocks of ``bs`` elements (a multiple of RUN_CHUNK; the last ``last`` long), reciprocal b for
+    block b (with ``fused``: formed here, see _run_blocks), in 16-bit lanes (_run_pass; FP8 in the normal-only form);
+    then the blocks it leaves: formed again whole by the full rint_code_bf16_pow2 (a flagged element, or a short
+    last block), or through the FP32 loops (reciprocals the 16-bit forms do not take).
+    ``todo``: scratch of nblk bytes."""
+    if _run_pass(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, fused, ss, sb, em, legacy) == 0:
+        return
     fp4 = dst >= D_E2M1
     ybs = bs // 2 if fp4 else bs
     for b in range(nblk):
@@ -603,7 +630,7 @@ def _convert_run_fast(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst):
         if todo[b] == 1:
             _pow2_redo(xs, xb + b * bs, n, _pow2_shift(recips[b], dst)[0], ys, yb + b * ybs, dst)
         elif todo[b] == 2:
-            _fp32_rows(xs, xb + b * bs, 0, 0, 1, n, recips[b:], 0, 0, ys, yb + b * ybs, 0, dst)
+            _fp32_rows(xs, xb + b * bs, _0, _0, _1, n, recips[b:], _0, _0, ys, yb + b * ybs, _0, dst)
 
 
 @njit(**_INL)
@@ -664,21 +691,24 @@ def _column_blocks(xs, xb, xstride, r0, r1, ncols, ys, yb, ystride, ss, sb, slot
     ss[sb + 2 * j + slot]; y row r starts at ys[yb + r * ystride] (packed bytes for FP4)."""
     _stats(xs, xb, xstride, r0, r1, ncols, scr, scr16, p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0)
     if _fast_scales(p):
-        _ocp_scales(scr, ncols, EMAX_OF[p[P_DST]], p[P_LEGACY] != 0, recips, ss, sb + slot, 2)
+        _ocp_scales(scr, ncols, EMAX_OF[p[P_DST]], p[P_LEGACY] != 0, recips, ss, sb + slot, np.int64(2))
     else:
         for j in range(ncols):
             code, recips[j] = _block_scale(scr[j], p, r32, mlb32)
             ss[sb + 2 * j + slot] = np.uint8(code)
-    _convert(xs, xb, xstride, r0, r1, ncols, recips, 0, 1, ys, yb, ystride, p)
+    _convert(xs, xb, xstride, r0, r1, ncols, recips, _0, _1, ys, yb, ystride, p)
 
 
 @njit(**_FN)
 def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, todo, p, r32, mlb32):
     """``nblk`` consecutive blocks of ``bs`` elements from xs[xb] (the last one ``last`` long), codes to
     ss[sb + b] followed by ``pad`` 0x00 pad slots; y from ys[yb] (FP4: packed; bs and last even). ``todo``: scratch
-    of one byte per block for the fused path's _convert_run_fast (empty: the per-block _convert)."""
-    xk, alg, dyn, ni = p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0
-    for b in range(nblk):
+    of one byte per block for the fused path's _convert_run (empty: the per-block _convert)."""
+    xk, alg, dyn, ni, dst = p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0, p[P_DST]
+    fast = _fast_convert(p) and todo.size >= nblk and bs % RUN_CHUNK == 0
+    # fused: the OCP scales are formed block by block inside the 16-bit pass (_run_blocks), which then reads x once
+    fused = fast and _fast_scales(p)
+    for b in range(nblk if not fused else 0):
         n = bs if b < nblk - 1 else last
         row = xb + b * bs
         m = np.int64(0)
@@ -693,24 +723,24 @@ def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, todo, 
             for i in range(n):
                 m = max(m, _stat_key(_load(xs, row + i, xk), xk, alg, dyn, ni))
         scr[b] = m
-    if _fast_scales(p):
-        _ocp_scales(scr, nblk, EMAX_OF[p[P_DST]], p[P_LEGACY] != 0, recips, ss, sb, 1)
-    else:
+    if _fast_scales(p) and not fused:
+        _ocp_scales(scr, nblk, EMAX_OF[dst], p[P_LEGACY] != 0, recips, ss, sb, _1)
+    elif not fused:
         for b in range(nblk):
             code, recips[b] = _block_scale(scr[b], p, r32, mlb32)
             ss[sb + b] = np.uint8(code)
     for b in range(nblk, nblk + pad):
         ss[sb + b] = np.uint8(0)
-    fp4 = p[P_DST] >= D_E2M1
+    fp4 = dst >= D_E2M1
     ybs = bs // 2 if fp4 else bs
-    nel = (nblk - 1) * bs + last
-    if _fast_convert(p) and todo.size >= nblk:
-        _convert_run_fast(xs, xb, nblk, bs, last, recips, ys, yb, todo, p[P_DST])
+    if fast:
+        _convert_run(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, fused, ss, sb, EMAX_OF[dst],
+                     p[P_LEGACY] != 0)
         return
     full = nblk if last == bs else nblk - 1
-    _convert(xs, xb, bs, 0, full, bs, recips, 1, 0, ys, yb, ybs, p)
+    _convert(xs, xb, bs, _0, full, bs, recips, _1, _0, ys, yb, ybs, p)
     if full < nblk:
-        _convert(xs, xb, bs, full, nblk, last, recips, 1, 0, ys, yb, ybs, p)
+        _convert(xs, xb, bs, full, nblk, last, recips, _1, _0, ys, yb, ybs, p)
 
 
 # DataCopyPad (GM -> UB with its Normal padding mode, UB -> GM) behind two small helpers, compiled once for every
@@ -807,7 +837,7 @@ def _grouped_tile(x_gm, y_gm, s_gm, ub, td, g, start, size, blk, fp4, scr, scr16
                 ss[sb + 2 * j + 1] = 0
     if faithful:
         _copy_out(y_gm[y_off:], ub_y, rows, yb, y_row - yb)
-        _copy_out(s_gm[s_off:], ub_s, 1, cols * 2, 0)
+        _copy_out(s_gm[s_off:], ub_s, _1, cols * 2, _0)
 
 
 @njit(**_FN)
@@ -1061,7 +1091,7 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, todo, p,
         x0 = pre * d + e0
         s0 = (pre * td.pairNum + q0) * 2
         if faithful:
-            _copy_in(ub_x, x_gm[x0 * xw:], 1, nel * 2 * xw, 0)
+            _copy_in(ub_x, x_gm[x0 * xw:], _1, nel * 2 * xw, _0)
             xs, xb, ys, yb, ss, sb = ub_x, 0, ub_y, 0, ub_s, 0
         else:
             xs, xb, ys, yb, ss, sb = x_gm, x0, y_gm, (x0 // 2 if fp4 else x0), s_gm, s0
@@ -1069,8 +1099,8 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, todo, p,
         _row_blocks(xs, xb, nblk, bs, nel - (nblk - 1) * bs, 2 * (q1 - q0) - nblk, ys, yb, ss, sb, scr, recips,
                     todo, p, r32, mlb32)
         if faithful:
-            _copy_out(y_gm[(x0 // 2 if fp4 else x0):], ub_y, 1, nel // 2 if fp4 else nel, 0)
-            _copy_out(s_gm[s0:], ub_s, 1, 2 * (q1 - q0), 0)
+            _copy_out(y_gm[(x0 // 2 if fp4 else x0):], ub_y, _1, nel // 2 if fp4 else nel, _0)
+            _copy_out(s_gm[s0:], ub_s, _1, 2 * (q1 - q0), _0)
         return
     # another axis: column blocks of rows along the axis, one scale per column; the pair of a column sits in
     # adjacent scale bytes (the "interleave every two rows" layout)
@@ -1095,7 +1125,7 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, todo, p,
                     ss[sb + 2 * j + 1] = 0
         if faithful:
             _copy_out(y_gm[(x0 // 2 if fp4 else x0):], ub_y, rows, yw, yrow - yw)
-            _copy_out(s_gm[s0:], ub_s, 1, 2 * ncols, 0)
+            _copy_out(s_gm[s0:], ub_s, _1, 2 * ncols, _0)
 
 
 @njit(**_FN)

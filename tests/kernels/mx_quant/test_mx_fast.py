@@ -1,4 +1,4 @@
-"""The vectorised element loops (kernel._convert_fast, kernel._convert_run_fast) against the per-element
+"""The vectorised element loops (kernel._convert_fast, kernel._convert_run) against the per-element
 transliteration (kernel._enc_one, the path ``faithful=True`` takes) over every BF16 input pattern and every reciprocal
 the scale rules can produce, for each output format, both block shapes (one reciprocal per column / per block of a
 run) and both multiplies (the grouped op's FP32 one and DynamicMxQuant's BF16 one, which the fast loops do not model:
@@ -48,6 +48,11 @@ def _reference(xs, recips, rrs, rcs, rows, cols, dst, bf16_mul, ys):
                 ys[r * cols + j] = c
 
 
+def _run(xs, nblk, bs, last, recips, ys, todo, dst):
+    """kernel._convert_run from xs[0] to ys[0] with the reciprocals given (not fused with the scales)."""
+    K._convert_run(xs, 0, nblk, bs, last, recips, ys, 0, todo, dst, False, np.empty(0, np.uint8), 0, 0, False)
+
+
 def _pow2_recips(dst):
     """The reciprocals of RECIPS_F32 that rint_code_bf16_pow2 takes for ``dst`` (the 16-bit loops)."""
     take = np.array([K._pow2_shifts(np.array([r], np.float32), 1, dst, np.empty(1, np.int16)) == 0
@@ -57,7 +62,7 @@ def _pow2_recips(dst):
 
 def _sweep(dst, bf16_mul, per_col, offsets, recip_set=RECIPS_F32):
     """Every BF16 pattern, laid out as 256 columns x 256 rows (column blocks: _convert_fast) or 2048 blocks of 32
-    (row blocks: _convert_fast's per-row loops, and _convert_run_fast with the 2048 blocks as one run), against
+    (row blocks: _convert_fast's per-row loops, and _convert_run with the 2048 blocks as one run), against
     recip_set rotated by each offset, so that each pattern meets recip_set[offset + its column (block)]."""
     xs = np.arange(1 << 16, dtype=np.uint16)
     cols = 256 if per_col else 32
@@ -75,8 +80,7 @@ def _sweep(dst, bf16_mul, per_col, offsets, recip_set=RECIPS_F32):
         calls = {"_convert_fast": lambda: K._convert_fast(xs, 0, cols, 0, rows, cols, recips, rrs, rcs, fast, 0,
                                                           ystride, dst)}
         if not per_col:
-            calls["_convert_run_fast"] = lambda: K._convert_run_fast(xs, 0, rows, cols, cols, recips, fast, 0, todo,
-                                                                     dst)
+            calls["_convert_run"] = lambda: _run(xs, rows, cols, cols, recips, fast, todo, dst)
         for name, call in calls.items():
             fast[:] = 0xEE
             call()
@@ -123,10 +127,10 @@ def test_fp32_column_loops_equal_faithful(dst, bf16_mul):
 @pytest.mark.parametrize("dst", DSTS)
 @pytest.mark.parametrize("bs, last", [(32, 18), (32, 32), (64, 50), (96, 96)])
 def test_run_blocks_take_every_pass(dst, bs, last):
-    """_convert_run_fast on 5 blocks of ``bs`` (one, two or three fixed chunks) whose last is ``last`` long, against
+    """_convert_run on 5 blocks of ``bs`` (one, two or three fixed chunks) whose last is ``last`` long, against
     _enc_one element by element, with the byte after the run untouched. The blocks are laid out so that each pass is
     taken, and the scratch ``todo`` shows it: blocks 0 and 4 hold products in the normal range (16-bit pass only;
-    block 4 again whole by the full form when its length is not a multiple of RUN_CHUNK), block 2 random patterns,
+    block 4 whole by the full form when it is short), block 2 random patterns,
     which for FP8 include elements the normal-only form flags (formed again by the full form), blocks 1 and 3 the NaN
     and zero reciprocals (FP32 loops)."""
     rng = np.random.default_rng(dst)
@@ -142,7 +146,7 @@ def test_run_blocks_take_every_pass(dst, bs, last):
     fp4 = dst >= K.D_E2M1
     got = np.full(nel // 2 + 1 if fp4 else nel + 1, 0xEE, np.uint8)
     todo = np.full(nblk, 7, np.int8)
-    K._convert_run_fast(xs, 0, nblk, bs, last, recips, got, 0, todo, dst)
+    _run(xs, nblk, bs, last, recips, got, todo, dst)
     codes = np.array([K._enc_one(np.int64(xs[i]), K.X_BF16, recips[i // bs], dst, CAST_RINT, False, True, True)
                       for i in range(nel)], np.uint8)
     want = codes[0::2] | (codes[1::2] << 4) if fp4 else codes
@@ -153,9 +157,9 @@ def test_run_blocks_take_every_pass(dst, bs, last):
 @pytest.mark.parametrize("dst", DSTS)
 @pytest.mark.parametrize("last", [18, 50])
 def test_run_short_last_block_rejected(dst, last):
-    """A run whose last block holds no whole chunk (18) or one and a short rest (50) and has a reciprocal the 16-bit
-    forms do not take (NaN): the run pass walks chunks, not blocks, so that block's todo byte must come from its
-    reciprocal (2, FP32 loops), not from its length (1, the full 16-bit form with a meaningless shift)."""
+    """A run whose short last block holds no whole chunk (18) or one and a short rest (50) and has a reciprocal the
+    16-bit forms do not take (NaN): that block's todo byte must come from its reciprocal (2, FP32 loops), not from its
+    length (1, the full 16-bit form with a meaningless shift)."""
     rng = np.random.default_rng(last + dst)
     bs = 32 if last < 32 else 64
     nel = bs + last
@@ -165,12 +169,54 @@ def test_run_short_last_block_rejected(dst, last):
     fp4 = dst >= K.D_E2M1
     got = np.full(nel // 2 + 1 if fp4 else nel + 1, 0xEE, np.uint8)
     todo = np.full(2, 7, np.int8)
-    K._convert_run_fast(xs, 0, 2, bs, last, recips, got, 0, todo, dst)
+    _run(xs, 2, bs, last, recips, got, todo, dst)
     codes = np.array([K._enc_one(np.int64(xs[i]), K.X_BF16, recips[i // bs], dst, CAST_RINT, False, True, True)
                       for i in range(nel)], np.uint8)
     want = codes[0::2] | (codes[1::2] << 4) if fp4 else codes
     assert list(todo) == [0, 2], list(todo)
     assert np.array_equal(got[:-1], want) and got[-1] == 0xEE
+
+
+@pytest.mark.parametrize("legacy", [False, True])
+@pytest.mark.parametrize("dst", DSTS)
+@pytest.mark.parametrize("bs, last", [(32, 32), (32, 18), (64, 50), (64, 64), (96, 70)])
+def test_fused_run_equals_scales_then_run(dst, bs, last, legacy):
+    """_convert_run with ``fused`` (each block's OCP scale formed from its vector maximum inside the 16-bit pass)
+    against the unfused order: block maxima, _ocp_scales (proven equal to _scale above), then _convert_run with those
+    reciprocals (proven equal to _enc_one above). Blocks of every kind: token magnitudes from 2^-140 to 2^127,
+    NaN/Inf, zero and all-subnormal blocks, random patterns, subnormal codes; codes, scale bytes, reciprocals and todo bit for bit,
+    with the bytes around the run untouched."""
+    rng = np.random.default_rng(17 * bs + last + dst)
+    nblk = 64
+    nel = (nblk - 1) * bs + last
+    x = rng.standard_normal(nel).astype(np.float32) * np.repeat(np.exp2(rng.integers(-140, 128, nblk)), bs)[:nel]
+    xs = (x.view(np.uint32) >> 16).astype(np.uint16)
+    xs[3 * bs:4 * bs] = 0
+    xs[5 * bs:6 * bs] = rng.integers(0, 0x80, bs) | (rng.integers(0, 2, bs) << 15)       # subnormals
+    xs[7 * bs:8 * bs] = rng.integers(0, 1 << 16, bs)
+    xs[9 * bs + 3] = 0x7F80                                                            # Inf
+    xs[11 * bs + 1] = 0xFFC1                                                           # NaN
+    xs[nel - 1] = 0x7FC0                                                               # NaN in the last block
+    # a block of max 1.0 holding 2^-15 and 2^-30: nonzero subnormal codes for E4M3 and E5M2 (the redo)
+    xs[13 * bs:14 * bs] = 0x3F00
+    xs[13 * bs:13 * bs + 3] = [0x3F80, 0x3800, 0x3080]
+    em = K.EMAX_OF[dst]
+    fp4 = dst >= K.D_E2M1
+    stat = np.array([(xs[b * bs:(b + 1) * bs] & 0x7F80).max() >> 7 for b in range(nblk)], np.int64)
+    ref_ss = np.full(nblk + 2, 0xEE, np.uint8)
+    ref_r = np.empty(nblk, np.float32)
+    K._ocp_scales(stat, nblk, em, legacy, ref_r, ref_ss, 1, 1)
+    ref_y = np.full(nel // 2 + 1 if fp4 else nel + 1, 0xEE, np.uint8)
+    ref_t = np.full(nblk, 7, np.int8)
+    _run(xs, nblk, bs, last, ref_r, ref_y, ref_t, dst)
+    ss = np.full(nblk + 2, 0xEE, np.uint8)
+    r = np.full(nblk, np.nan, np.float32)
+    y = np.full_like(ref_y, 0xEE)
+    t = np.full(nblk, 7, np.int8)
+    K._convert_run(xs, 0, nblk, bs, last, r, y, 0, t, dst, True, ss, 1, em, legacy)
+    assert np.array_equal(ss, ref_ss) and np.array_equal(r.view(np.uint32), ref_r.view(np.uint32))
+    assert np.array_equal(y, ref_y) and np.array_equal(t, ref_t)
+    assert set(t) >= ({0, 2} if fp4 else {0, 1, 2}), sorted(set(t))       # every pass taken
 
 
 @pytest.mark.slow
@@ -209,9 +255,9 @@ def test_fast_loops_vectorise():
 
 
 def _run_blocks_one_format(dst):
-    """A fresh compile of the run pass for one format (dst a compile-time constant, as in _run_pow2's branches)."""
+    """A fresh compile of the run pass for one format (dst a compile-time constant, as in _run_pass's branches)."""
     def one(xs, xb, nblk, bs, last, recips, ys, yb, todo):
-        K._run_blocks_pow2(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst)
+        K._run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, False, ys, 0, 0, False)
     return njit(error_model="numpy")(one)
 
 
