@@ -3,25 +3,27 @@
 rint_code_bf16_pow2 (npu_emu.dtypes.scalar) is the cast of a BF16 value times a power-of-two reciprocal, worked as
 16-bit integer steps. A numba loop over it vectorises only while LLVM's loop vectoriser accepts the loop, and the
 MX run along a row (a block maximum, then the block's scale, then its 32 casts) is not such a loop: the previous
-loop forms left it at about 0.6 ns per element on one thread. These numba intrinsics state the vectors outright:
+loop forms left it at about 0.6 ns per element on one thread (a row of column blocks, which LLVM did vectorise:
+0.37, against 0.26 here). These numba intrinsics state the vectors outright:
 one call loads 32 BF16 values (two AVX2 registers), works the same steps on all 32 lanes, and stores their 32 codes
 (16 packed bytes for FP4). tests/dtypes/test_pow2_vector.py proves each form equal to rint_code_bf16_pow2 for every
 BF16 pattern and every shift pow2_shift_ok admits (that scalar form is proven equal to the FP32 codecs in
 tests/dtypes/test_pow2_codes.py).
 
-Forms, per output format (constants of codecs.md §5.1, §7.1):
+Forms, per output format (constants of codecs.md §5.1, §7.1), each with one shift for the 32 lanes (a block of a
+run along a row: ``*32``) or one shift per lane read from an int16 array (a row of 32 column blocks: ``*_cols32``):
 
-* ``*_pow2_normal32`` (FP8): the normal-code steps only, returning whether any of the 32 lanes holds a value whose
+* ``*_pow2_normal*`` (FP8): the normal-code steps only, returning whether any of the 32 lanes holds a value whose
   code these steps may get wrong (NaN/Inf, or a product whose code is a nonzero subnormal one); the caller then forms
-  the chunk again with the full form. Such values sit 2^14 (E4M3) or 2^29 (E5M2) below an MX block's maximum, so
-  almost no block needs it.
-* ``*_pow2_full32``: every code, the subnormal ones by counting the midpoints the product passes, NaN -> 0, Inf and
+  the chunk again with the full form. Within one token's block such values sit 2^14 (E4M3) or 2^29 (E5M2) below the
+  block maximum, so almost no run block needs it.
+* ``*_pow2_full*``: every code, the subnormal ones by counting the midpoints the product passes, NaN -> 0, Inf and
   overflow saturating. FP4 codes are packed two per byte, element 0 in the low nibble.
 
 ``bf16_masked_max32`` is the integer block maximum the OCP and dynamic-range scales start from.
 
-Every intrinsic takes 1-D C-contiguous arrays and element offsets; it reads xs[i:i + 32] and writes
-ys[j:j + 32] (FP4: ys[j:j + 16]). With NUMBA_BOUNDSCHECK=1 both ends are checked as numba checks an index.
+Every intrinsic takes 1-D C-contiguous arrays and element offsets; it reads xs[i:i + 32] (and dds[k:k + 32]) and
+writes ys[j:j + 32] (FP4: ys[j:j + 16]). With NUMBA_BOUNDSCHECK=1 both ends are checked as numba checks an index.
 """
 
 from llvmlite import ir
@@ -128,18 +130,28 @@ def _store_codes(builder, c, py, fp4):
     builder.store(builder.trunc(c, _vec(_I8, c.type.count)), py, align=1)
 
 
-def _make_cast(mb, max_code, sbit, fp4, normal, name):
+def _make_cast(mb, max_code, sbit, fp4, normal, per_lane, name):
+    """The intrinsic (xs, i, ys, j, dd) with one shift dd for all 32 lanes, or, ``per_lane``, (xs, i, ys, j, dds, k)
+    with lane l's shift dds[k + l] (int16: a row of column blocks, one shift per column)."""
     ybytes = LANES // 2 if fp4 else LANES
 
-    def cast(typingctx, xs, i, ys, j, dd):
+    def typer(xs, i, ys, j, dd, k):
         _check_array(xs, types.uint16, "xs")
         _check_array(ys, types.uint8, "ys")
+        if per_lane:
+            _check_array(dd, types.int16, "dds")
+        elif not isinstance(dd, types.Integer):
+            raise TypingError(f"{name} takes one integer shift dd, got {dd}")
 
         def codegen(context, builder, sig, args):
             px = _chunk_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _I16, LANES)
             py = _chunk_ptr(context, builder, sig.args[2], args[2], args[3], sig.args[3], _I8, ybytes)
             h = builder.load(px, align=2)
-            ddv = _splat(context, builder, args[4], sig.args[4])
+            if per_lane:
+                ddv = builder.load(_chunk_ptr(context, builder, sig.args[4], args[4], args[5], sig.args[5], _I16,
+                                              LANES), align=2)
+            else:
+                ddv = _splat(context, builder, args[4], sig.args[4])
             if not normal:
                 _store_codes(builder, _full(builder, h, ddv, mb, max_code, sbit), py, fp4)
                 return context.get_dummy_value()
@@ -151,15 +163,29 @@ def _make_cast(mb, max_code, sbit, fp4, normal, name):
                                             builder.icmp_signed("<", u, _k(128))),
                                builder.icmp_signed(">=", a, _k(0x7F80)))
             return _reduce(builder, "or", redo)
-        return (types.boolean if normal else types.none)(xs, i, ys, j, dd), codegen
+        ret = types.boolean if normal else types.none
+        return (ret(xs, i, ys, j, dd, k) if per_lane else ret(xs, i, ys, j, dd)), codegen
+
+    if per_lane:
+        def cast(typingctx, xs, i, ys, j, dds, k):
+            return typer(xs, i, ys, j, dds, k)
+    else:
+        def cast(typingctx, xs, i, ys, j, dd):
+            return typer(xs, i, ys, j, dd, None)
     cast.__name__ = cast.__qualname__ = name
     return intrinsic(cast)
 
 
-# (mantissa bits, largest finite code, sign bit) per format: codecs.md §5.1 (FP8), §7.1 (FP4, code in the low nibble)
-e4m3_pow2_normal32 = _make_cast(3, 0x7E, 7, False, True, "e4m3_pow2_normal32")
-e5m2_pow2_normal32 = _make_cast(2, 0x7B, 7, False, True, "e5m2_pow2_normal32")
-e4m3_pow2_full32 = _make_cast(3, 0x7E, 7, False, False, "e4m3_pow2_full32")
-e5m2_pow2_full32 = _make_cast(2, 0x7B, 7, False, False, "e5m2_pow2_full32")
-e2m1_pow2_full32 = _make_cast(1, 7, 3, True, False, "e2m1_pow2_full32")
-e1m2_pow2_full32 = _make_cast(2, 7, 3, True, False, "e1m2_pow2_full32")
+# (mantissa bits, largest finite code, sign bit) per format: codecs.md §5.1 (FP8), §7.1 (FP4, code in the low nibble);
+# a run's block: one shift; a row of column blocks (``*_cols32``): one shift per lane
+_FMT = {"e4m3": (3, 0x7E, 7, False), "e5m2": (2, 0x7B, 7, False), "e2m1": (1, 7, 3, True), "e1m2": (2, 7, 3, True)}
+e4m3_pow2_normal32 = _make_cast(*_FMT["e4m3"], True, False, "e4m3_pow2_normal32")
+e5m2_pow2_normal32 = _make_cast(*_FMT["e5m2"], True, False, "e5m2_pow2_normal32")
+e2m1_pow2_full32 = _make_cast(*_FMT["e2m1"], False, False, "e2m1_pow2_full32")
+e1m2_pow2_full32 = _make_cast(*_FMT["e1m2"], False, False, "e1m2_pow2_full32")
+e4m3_pow2_normal_cols32 = _make_cast(*_FMT["e4m3"], True, True, "e4m3_pow2_normal_cols32")
+e5m2_pow2_normal_cols32 = _make_cast(*_FMT["e5m2"], True, True, "e5m2_pow2_normal_cols32")
+e4m3_pow2_full_cols32 = _make_cast(*_FMT["e4m3"], False, True, "e4m3_pow2_full_cols32")
+e5m2_pow2_full_cols32 = _make_cast(*_FMT["e5m2"], False, True, "e5m2_pow2_full_cols32")
+e2m1_pow2_full_cols32 = _make_cast(*_FMT["e2m1"], False, True, "e2m1_pow2_full_cols32")
+e1m2_pow2_full_cols32 = _make_cast(*_FMT["e1m2"], False, True, "e1m2_pow2_full_cols32")

@@ -1,6 +1,7 @@
 """The vector forms of npu_emu.dtypes.vector against rint_code_bf16_pow2 (itself proven equal to the FP32 codecs in
-test_pow2_codes.py): every BF16 pattern, every shift pow2_shift_ok admits, every format; the normal-only forms'
-redo flag per pattern (each pattern alone in all 32 lanes) against the set it must cover; the block maximum."""
+test_pow2_codes.py): every BF16 pattern, every shift pow2_shift_ok admits, every format, with one shift per call and
+with one shift per lane; the normal-only forms' redo flag per pattern (each pattern alone in all 32 lanes) against
+the set it must cover; the block maximum; the bounds check."""
 
 import numpy as np
 import pytest
@@ -11,77 +12,121 @@ from npu_emu.dtypes.scalar import pow2_bias, rint_code_bf16_pow2
 
 # (mb, emin, largest finite code, sign bit) per format, from codecs.md §5.1 and §7.1
 FORMATS = {"e4m3fn": (3, -6, 0x7E, 7), "e5m2": (2, -14, 0x7B, 7), "e2m1": (1, 0, 7, 3), "e1m2": (2, 0, 7, 3)}
+FP4 = ("e2m1", "e1m2")
 ALL = np.arange(1 << 16, dtype=np.uint16)
 
 
+def _shifts(fmt):
+    """pow2_bias of every reciprocal 2^(e - 127) pow2_shift_ok admits for fmt (e = 1 .. 252 + emin - mb)."""
+    mb, emin, _, _ = FORMATS[fmt]
+    return [pow2_bias(e << 7, emin) for e in range(1, 252 + emin - mb + 1)]
+
+
 @njit(cache=True, error_model="numpy")
-def _full_form(fmt, xs, ys, dd):
+def _full_forms(fmt, xs, dds, ys, ys_one):
+    """Full forms over every chunk: per lane (shift dds[i]) into ys; FP4 also with one shift, dds[0], into ys_one.
+    The shifts are read from a copy 3 elements in, so that a form reading them at its x or y offset fails."""
+    dd3 = np.empty(dds.size + 3, np.int16)
+    dd3[3:] = dds
     for c in range(xs.size // 32):
+        i = 32 * c
         if fmt == 0:
-            V.e4m3_pow2_full32(xs, 32 * c, ys, 32 * c, dd)
+            V.e4m3_pow2_full_cols32(xs, i, ys, i, dd3, i + 3)
         elif fmt == 1:
-            V.e5m2_pow2_full32(xs, 32 * c, ys, 32 * c, dd)
+            V.e5m2_pow2_full_cols32(xs, i, ys, i, dd3, i + 3)
         elif fmt == 2:
-            V.e2m1_pow2_full32(xs, 32 * c, ys, 16 * c, dd)
+            V.e2m1_pow2_full_cols32(xs, i, ys, i // 2, dd3, i + 3)
+            V.e2m1_pow2_full32(xs, i, ys_one, i // 2, dds[0])
         else:
-            V.e1m2_pow2_full32(xs, 32 * c, ys, 16 * c, dd)
+            V.e1m2_pow2_full_cols32(xs, i, ys, i // 2, dd3, i + 3)
+            V.e1m2_pow2_full32(xs, i, ys_one, i // 2, dds[0])
 
 
 @njit(cache=True, error_model="numpy")
-def _scalar_form(xs, dd, mb, emin, max_code, sbit, out):
+def _scalar_form(xs, dds, mb, emin, max_code, sbit, out):
     for i in range(xs.size):
-        out[i] = rint_code_bf16_pow2(xs[i], dd, mb, emin, max_code, sbit)
+        out[i] = rint_code_bf16_pow2(xs[i], dds[i], mb, emin, max_code, sbit)
+
+
+def _packed(codes, fmt):
+    return (codes[0::2] | (codes[1::2] << 4)) if fmt in FP4 else codes
 
 
 @pytest.mark.parametrize("fmt", list(FORMATS))
-def test_full_form_equals_scalar_form_for_every_pattern_and_shift(fmt):
+def test_full_forms_equal_scalar_form_for_every_pattern_and_shift(fmt):
     mb, emin, max_code, sbit = FORMATS[fmt]
-    fp4 = fmt.startswith("e2") or fmt.startswith("e1")
     xs = np.random.default_rng(0).permutation(ALL)      # every pattern, lanes mixed: no chunk is uniform
     ref = np.empty(xs.size, np.uint8)
-    got = np.full(xs.size // 2 if fp4 else xs.size, 0xEE, np.uint8)
-    for e in range(1, 252 + emin - mb + 1):
-        dd = pow2_bias(e << 7, emin)
-        _scalar_form(xs, dd, mb, emin, max_code, sbit, ref)
-        _full_form(list(FORMATS).index(fmt), xs, got, dd)
-        want = (ref[0::2] | (ref[1::2] << 4)) if fp4 else ref
+    got = np.full(xs.size // 2 if fmt in FP4 else xs.size, 0xEE, np.uint8)
+    got_one = got.copy()
+    for dd in _shifts(fmt):
+        dds = np.full(xs.size, dd, np.int16)
+        _scalar_form(xs, dds, mb, emin, max_code, sbit, ref)
+        _full_forms(list(FORMATS).index(fmt), xs, dds, got, got_one)
+        want = _packed(ref, fmt)
         bad = np.flatnonzero(got != want)
-        assert bad.size == 0, (e, hex(xs[bad[0] * (2 if fp4 else 1)]), hex(got[bad[0]]), hex(want[bad[0]]))
+        assert bad.size == 0, (dd, hex(xs[bad[0] * (2 if fmt in FP4 else 1)]), hex(got[bad[0]]), hex(want[bad[0]]))
+        if fmt in FP4:
+            assert np.array_equal(got_one, want), dd
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_full_forms_with_a_shift_per_lane(fmt):
+    """Each lane its own shift: every pattern meets 16 shifts drawn from the admitted range, lanes of one chunk
+    differing (a row of column blocks)."""
+    mb, emin, max_code, sbit = FORMATS[fmt]
+    rng = np.random.default_rng(1)
+    shifts = np.array(_shifts(fmt), np.int16)
+    xs = np.tile(ALL, 16)
+    dds = rng.choice(shifts, xs.size)
+    ref = np.empty(xs.size, np.uint8)
+    got = np.full(xs.size // 2 if fmt in FP4 else xs.size, 0xEE, np.uint8)
+    _scalar_form(xs, dds, mb, emin, max_code, sbit, ref)
+    _full_forms(list(FORMATS).index(fmt), xs, dds, got, np.empty_like(got))
+    assert np.array_equal(got, _packed(ref, fmt))
 
 
 @njit(cache=True, error_model="numpy")
-def _normal_form(fmt, xs, ys, dd, flags):
-    """Codes of every chunk of xs, and per pattern h the flag of a chunk holding h in all 32 lanes."""
+def _normal_forms(fmt, xs, dds, ys, ys_cols, flags, flags_cols):
+    """Codes of every chunk of xs with one shift (dds[0]) and per lane (dds); per pattern h the flag of a chunk
+    holding h in all 32 lanes, both forms."""
     rep = np.empty(32, np.uint16)
     junk = np.empty(32, np.uint8)
     for c in range(xs.size // 32):
+        i = 32 * c
         if fmt == 0:
-            V.e4m3_pow2_normal32(xs, 32 * c, ys, 32 * c, dd)
+            V.e4m3_pow2_normal32(xs, i, ys, i, dds[0])
+            V.e4m3_pow2_normal_cols32(xs, i, ys_cols, i, dds, i)
         else:
-            V.e5m2_pow2_normal32(xs, 32 * c, ys, 32 * c, dd)
+            V.e5m2_pow2_normal32(xs, i, ys, i, dds[0])
+            V.e5m2_pow2_normal_cols32(xs, i, ys_cols, i, dds, i)
     for i in range(xs.size):
         rep[:] = xs[i]
-        flags[i] = V.e4m3_pow2_normal32(rep, 0, junk, 0, dd) if fmt == 0 else V.e5m2_pow2_normal32(rep, 0, junk, 0, dd)
+        if fmt == 0:
+            flags[i] = V.e4m3_pow2_normal32(rep, 0, junk, 0, dds[0])
+            flags_cols[i] = V.e4m3_pow2_normal_cols32(rep, 0, junk, 0, dds, 0)
+        else:
+            flags[i] = V.e5m2_pow2_normal32(rep, 0, junk, 0, dds[0])
+            flags_cols[i] = V.e5m2_pow2_normal_cols32(rep, 0, junk, 0, dds, 0)
 
 
 @pytest.mark.parametrize("fmt", ["e4m3fn", "e5m2"])
-def test_normal_form_equals_scalar_form_where_it_does_not_ask_for_the_redo(fmt):
+def test_normal_forms_equal_scalar_form_where_they_do_not_ask_for_the_redo(fmt):
     mb, emin, max_code, sbit = FORMATS[fmt]
-    e_hi = 252 + emin - mb
-    got = np.empty(ALL.size, np.uint8)
-    ref = np.empty(ALL.size, np.uint8)
-    flags = np.empty(ALL.size, np.bool_)
+    got, got_cols, ref = (np.empty(ALL.size, np.uint8) for _ in range(3))
+    flags, flags_cols = np.empty(ALL.size, np.bool_), np.empty(ALL.size, np.bool_)
     a = (ALL & 0x7FFF).astype(np.int64)
-    for e in range(1, e_hi + 1):
-        dd = pow2_bias(e << 7, emin)
-        _normal_form(list(FORMATS).index(fmt), ALL, got, dd, flags)
-        _scalar_form(ALL, dd, mb, emin, max_code, sbit, ref)
+    for dd in _shifts(fmt):
+        dds = np.full(ALL.size, dd, np.int16)
+        _normal_forms(list(FORMATS).index(fmt), ALL, dds, got, got_cols, flags, flags_cols)
+        _scalar_form(ALL, dds, mb, emin, max_code, sbit, ref)
+        assert np.array_equal(got, got_cols) and np.array_equal(flags, flags_cols), dd
         bad = np.flatnonzero(~flags & (got != ref))
-        assert bad.size == 0, (e, hex(bad[0]), hex(got[bad[0]]), hex(ref[bad[0]]))
+        assert bad.size == 0, (dd, hex(bad[0]), hex(got[bad[0]]), hex(ref[bad[0]]))
         # the flag, by hand: NaN/Inf inputs, and u = |h| + dd strictly between -mb * 128 (at most half the
         # smallest subnormal code: rounds to 0, which the clamp gives) and 128 (the smallest normal)
         u = a + int(dd)
-        assert np.array_equal(flags, (a >= 0x7F80) | ((u > -(mb << 7)) & (u < 128))), e
+        assert np.array_equal(flags, (a >= 0x7F80) | ((u > -(mb << 7)) & (u < 128))), dd
     # at the largest shift the window lies inside the finite patterns: (mb + 1) * 128 - 1 per sign, plus NaN/Inf
     assert flags.sum() == 2 * 128 + 2 * ((mb + 1) * 128 - 1)
 
@@ -106,13 +151,26 @@ def test_bounds_checked_when_numba_checks_bounds():
     """With numba's bounds check on (NUMBA_BOUNDSCHECK=1, or boundscheck=True) a chunk that would reach past either
     end of an array is an IndexError, as an array index is; without it the intrinsics read and write unchecked."""
     @njit(boundscheck=True)
-    def first_and_last(xs, i, ys, j):
+    def chunk(xs, i, ys, j, dds, k):
         V.e2m1_pow2_full32(xs, i, ys, j, np.int16(-1024))
+        V.e4m3_pow2_full_cols32(xs, i, ys, j, dds, k)
         return V.bf16_masked_max32(xs, i, np.uint16(0x7FFF))
 
     xs = np.arange(64, dtype=np.uint16)
-    ys = np.zeros(32, np.uint8)
-    assert first_and_last(xs, 32, ys, 16) == 63
-    for i, j in ((33, 0), (-1, 0), (0, 17), (0, -1)):
+    ys = np.zeros(48, np.uint8)
+    dds = np.zeros(40, np.int16)
+    assert chunk(xs, 32, ys, 16, dds, 8) == 63
+    for i, j, k in ((33, 0, 0), (-1, 0, 0), (0, 17, 0), (0, -1, 0), (0, 0, 9), (0, 0, -1)):
         with pytest.raises(IndexError):
-            first_and_last(xs, i, ys, j)
+            chunk(xs, i, ys, j, dds, k)
+
+
+def test_shift_argument_checked_at_compile_time():
+    from numba.core.errors import TypingError
+
+    @njit
+    def wrong(xs, ys, dds):
+        V.e4m3_pow2_normal32(xs, 0, ys, 0, dds)          # an array where one shift belongs
+
+    with pytest.raises(TypingError, match="one integer shift"):
+        wrong(np.zeros(32, np.uint16), np.zeros(32, np.uint8), np.zeros(32, np.int16))

@@ -125,6 +125,26 @@ def test_fp32_column_loops_equal_faithful(dst, bf16_mul):
 
 
 @pytest.mark.parametrize("dst", DSTS)
+@pytest.mark.parametrize("cols", [18, 32, 50, 110])
+def test_column_rows_with_a_short_tail(dst, cols):
+    """Column blocks whose count is not a multiple of the 32 vector lanes: the whole chunks take the vector forms,
+    the rest rint_code_bf16_pow2; random patterns and reciprocals against _enc_one, the byte after the rows
+    untouched."""
+    rng = np.random.default_rng(cols + 7 * dst)
+    rows = 24
+    xs = rng.integers(0, 1 << 16, rows * cols, dtype=np.uint16)
+    xs[::5] = ((rng.standard_normal(xs[::5].size).astype(np.float32) * 4).view(np.uint32) >> 16).astype(np.uint16)
+    recips = rng.choice(_pow2_recips(dst), cols)
+    fp4 = dst >= K.D_E2M1
+    ybytes = rows * cols // 2 if fp4 else rows * cols
+    got = np.full(ybytes + 1, 0xEE, np.uint8)
+    ref = np.empty(ybytes, np.uint8)
+    _reference(xs, recips, 0, 1, rows, cols, dst, False, ref)
+    K._convert_fast(xs, 0, cols, 0, rows, cols, recips, 0, 1, got, 0, cols // 2 if fp4 else cols, dst)
+    assert np.array_equal(got[:-1], ref) and got[-1] == 0xEE
+
+
+@pytest.mark.parametrize("dst", DSTS)
 @pytest.mark.parametrize("bs, last", [(32, 18), (32, 32), (64, 50), (96, 96)])
 def test_run_blocks_take_every_pass(dst, bs, last):
     """_convert_run on 5 blocks of ``bs`` (one, two or three fixed chunks) whose last is ``last`` long, against
@@ -184,8 +204,8 @@ def test_fused_run_equals_scales_then_run(dst, bs, last, legacy):
     """_convert_run with ``fused`` (each block's OCP scale formed from its vector maximum inside the 16-bit pass)
     against the unfused order: block maxima, _ocp_scales (proven equal to _scale above), then _convert_run with those
     reciprocals (proven equal to _enc_one above). Blocks of every kind: token magnitudes from 2^-140 to 2^127,
-    NaN/Inf, zero and all-subnormal blocks, random patterns, subnormal codes; codes, scale bytes, reciprocals and todo bit for bit,
-    with the bytes around the run untouched."""
+    NaN/Inf, zero and all-subnormal blocks, random patterns, subnormal codes; codes, scale bytes, reciprocals and
+    todo bit for bit, with the bytes around the run untouched."""
     rng = np.random.default_rng(17 * bs + last + dst)
     nblk = 64
     nel = (nblk - 1) * bs + last
@@ -231,22 +251,20 @@ def test_fast_equals_faithful_exhaustive(dst, bf16_mul, per_col):
 @pytest.mark.slow
 def test_fast_loops_vectorise():
     """The fast row loops vectorise: a fresh, uncached compile (numba cannot show the IR of cached code) has one LLVM
-    vector.body per specialised loop (FP32: 4 formats x 2 block shapes; 16-bit: 4 formats), and the run pass works
-    on 16-bit vectors."""
+    vector.body per specialised FP32 loop (4 formats x 2 block shapes), the 16-bit column rows work on the
+    32-lane vectors of npu_emu.dtypes.vector, and the run pass on 16-bit vectors."""
     xs = np.arange(1 << 12, dtype=np.uint16)
     ys = np.empty(xs.size, np.uint8)
-    for func, args, loops in ((K._fp32_rows, (np.ones(128, np.float32), 0, 1), 8),
-                              (K._pow2_rows, (np.zeros(128, np.int16),), 4)):
-        fresh = njit(error_model="numpy")(func.py_func)
-        fresh(xs, 0, 128, 0, 32, 128, *args, ys, 0, 128, K.D_E4M3)
-        ir = fresh.inspect_llvm(fresh.signatures[0])
-        # LLVM numbers the blocks after the first: vector.body, vector.body12, ...
-        assert len(re.findall(r"^vector\.body\d*:", ir, re.M)) >= loops, func.__name__
-    # a run's fixed chunks: LLVM unrolls each chunk loop and vectorises it whole (no vector.body), so count AVX2
-    # (or AVX-512) registers in the machine code, per format: 137-243 vectorised, 16 for E2M1 with the conditional
-    # expressions the 16-bit forms had before they selected by masks. (The other way these chunks ran scalar, format
-    # constants looked up in a global tuple by dst, showed in the kernel's own compile but not in this one; the FP4
-    # asv benchmark would show it, at about 10x.)
+    fresh = njit(error_model="numpy")(K._fp32_rows.py_func)
+    fresh(xs, 0, 128, 0, 32, 128, np.ones(128, np.float32), 0, 1, ys, 0, 128, K.D_E4M3)
+    ir = fresh.inspect_llvm(fresh.signatures[0])
+    # LLVM numbers the blocks after the first: vector.body, vector.body12, ...
+    assert len(re.findall(r"^vector\.body\d*:", ir, re.M)) >= 8
+    fresh = njit(error_model="numpy")(K._pow2_rows.py_func)
+    fresh(xs, 0, 128, 0, 32, 128, np.zeros(128, np.int16), ys, 0, 128, K.D_E4M3)
+    assert "<32 x i16>" in fresh.inspect_llvm(fresh.signatures[0])
+    # the run pass, per format (its constant folds the format choice): the vector forms' AVX2 (or AVX-512) registers
+    # in the machine code; a scalar pass would hold a handful
     for dst in (K.D_E4M3, K.D_E5M2, K.D_E2M1, K.D_E1M2):
         fresh = _run_blocks_one_format(dst)
         fresh(xs, 0, 128, 32, 32, np.full(128, 32.0, np.float32), ys, 0, np.empty(128, np.int8))
