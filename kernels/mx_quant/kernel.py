@@ -973,10 +973,29 @@ def grouped_tile_table(td, group_index, block_dim):
                        td.blockColSize, td.blockRowCount)
 
 
+def _join_tiles(core, tile, first, count, pitch, width):
+    """Tiles one core walks back to back that continue each other's rows (same row count, the next one starting
+    where the previous one's first row ends) as one wider tile, as long as the joined rows still fit the pitch
+    (so no row of it overlaps the next). The grouped kernel's cores walk 40-odd 128-column tiles of a 64-row
+    block in a row: joining them first expands 23x fewer rows (the MoE layer: 917,504 -> 39,936 for x)."""
+    if len(count) < 2:
+        return core, tile, first, count, width
+    join = np.zeros(len(count), bool)
+    join[1:] = ((core[1:] == core[:-1]) & (count[1:] == count[:-1]) & (first[1:] == first[:-1] + width[:-1])
+                & (width[1:] > 0) & (width[:-1] > 0))
+    total = np.add.reduceat(width, np.flatnonzero(~join))
+    join &= (total <= pitch)[np.cumsum(~join) - 1]     # a run whose rows would reach past the pitch stays in tiles
+    if not join.any():
+        return core, tile, first, count, width
+    heads = np.flatnonzero(~join)
+    return core[heads], tile[heads], first[heads], count[heads], np.add.reduceat(width, heads)
+
+
 def _expand_rows(core, tile, first, count, pitch, width):
     """Records of ``count`` rows of ``width`` elements, row r starting at first + r * pitch (vectorised), with the
     runs one core touches back to back merged into one record (a core covering whole rows gives one record per
     tile row instead of 64 per tile; overlaps stay visible, as overlapping ranges never merge)."""
+    core, tile, first, count, width = _join_tiles(core, tile, first, count, pitch, width)
     reps = np.repeat(np.arange(len(count)), count)
     within = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
     start = first[reps] + within * pitch

@@ -94,6 +94,58 @@ def test_access_pattern_covers_y_once():
     assert validate(ap, ub_size=tr.ub_size).ok
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_row_records_cover_what_the_tiles_touch(seed):
+    # _expand_rows joins a core's back-to-back tiles before expanding rows and merges touching runs after: the
+    # records must still cover every element exactly as often per core as the tiles' own rows do (overlaps and
+    # ranges past the end included), each record naming a tile of its core that touches its first element.
+    rng = np.random.default_rng(seed)
+    pitch = int(rng.choice([16, 48, 64]))
+    k = int(rng.integers(1, 40))
+    core = np.sort(rng.integers(0, 4, k))
+    tile = np.arange(k)
+    width = rng.choice([0, 8, 16, 24, pitch, pitch + 8], k)
+    count = rng.choice([1, 2, 3], k)
+    first = rng.integers(-8, 6 * pitch, k)
+    cont = rng.random(k) < 0.6                  # mostly tiles continuing the previous one's rows, as the walk does
+    for i in range(1, k):
+        if cont[i]:
+            first[i], count[i] = first[i - 1] + width[i - 1], count[i - 1]
+    span = int(first.min()), int((first + (count - 1) * pitch + width).max())
+
+    def coverage(c, a, b):
+        cov = np.zeros((4, span[1] - span[0] + 1), np.int64)
+        for cc, aa, bb in zip(c, a, b):
+            cov[cc, aa - span[0]:bb - span[0]] += 1
+        return cov
+
+    rows = [(core[i], first[i] + r * pitch) for i in range(k) for r in range(count[i])]
+    want = coverage([c for c, _ in rows], [a for _, a in rows],
+                    [a + width[i] for i in range(k) for a in first[i] + pitch * np.arange(count[i])])
+    c, t, a, b = kernel._expand_rows(core, tile, first, count, pitch, width)
+    assert (coverage(c, a, b) == want).all()
+    assert len(c) <= len(rows)
+    for cc, tt, aa in zip(c, t, a):
+        assert core[tt] == cc and any(first[tt] + r * pitch <= aa < first[tt] + r * pitch + width[tt]
+                                      for r in range(count[tt])) or width[tt] == 0
+
+
+# three back-to-back tiles of one core over n = 300 columns: they form one 300-column rectangle; past the pitch (a
+# tail spilling into the next row) they stay apart so that an overlap report names the two tiles; a tile of another
+# row count is not part of the same rectangle
+@pytest.mark.parametrize("widths, counts, joined", [
+    ((128, 128, 44), (64, 64, 64), [(0, 64, 300)]),
+    ((128, 128, 100), (64, 64, 64), [(0, 64, 128), (128, 64, 128), (256, 64, 100)]),
+    ((128, 128, 44), (64, 64, 7), [(0, 64, 256), (256, 7, 44)]),
+])
+def test_tiles_join_only_into_rectangles_within_the_pitch(widths, counts, joined):
+    widths, counts = np.array(widths), np.array(counts)
+    first = np.concatenate(([0], np.cumsum(widths)[:-1]))
+    _, tile, f, c, w = kernel._join_tiles(np.zeros(3, np.int64), np.arange(3), first, counts, 300, widths)
+    assert list(zip(f.tolist(), c.tolist(), w.tolist())) == joined
+    assert tile.tolist() == [int(np.flatnonzero(first == a)[0]) for a, _, _ in joined]
+
+
 @pytest.mark.parametrize("change, match", [
     (dict(blockRowTailSize=100), "twice|out of|outside|past"),     # a tail tile spilling into the next row
     (dict(usedCoreNum=0), "usedCoreNum"),
