@@ -8,14 +8,23 @@ ComputeMxScaleDynamicDtypeRange, ComputeData, ComputeFP4FromFp32). DynamicMxQuan
 arithmetic (quant/dynamic_mx_quant/op_kernel/arch35/dynamic_mx_quant_tail_axis*.h, ..._not_tail_axis*.h) over
 npu-emu's unit decomposition (tiling.py).
 
+Specialised, as the C++ kernels are templates: the output format ``DST`` (a D_* kind, the template's U) and the
+path ``MODE`` are constants of each copy of this module, loaded by :func:`device` through npu_emu.specialize, so a
+call compiles the loops of its own format and path only (numba prunes the ``if DST == ...`` branches of the other
+formats before typing them). The format-independent block arithmetic (element loads, the block statistic and
+scale, the tile walk) is in common.py and compiled once. A plain ``import`` of this module gives the host-side
+functions (access patterns, :func:`run_grouped`, :func:`run_dynamic`); its device functions are only called
+through a specialised copy.
+
 The 950 kernels are register-level (Reg::) vector functions; here each becomes a loop over the UB tile with the same
 rounding points: the block maximum (integer or floating), the scale code, one FP32 multiply by the power-of-two
 reciprocal (a BF16 multiply for DynamicMxQuant BF16 inputs) and one saturating conversion through the codecs of
-npu_emu.dtypes.scalar. With ``faithful`` each tile goes GM -> UB (DataCopyPad), Compute, UB -> GM (DataCopyPad);
-otherwise the same compute functions read and write GM directly (and convert elements as below).
+npu_emu.dtypes.scalar. With ``faithful`` (MODE M_FAITHFUL) each tile goes GM -> UB (DataCopyPad), Compute,
+UB -> GM (DataCopyPad); otherwise the same compute functions read and write GM directly (and convert elements as
+below).
 
-Speed: BF16 inputs with RINT and no switches (ftz, unsigned zeros, high-nibble-first FP4) take _convert_fast /
-_convert_run, the element multiply and the codecs of npu_emu.dtypes in loops over contiguous row slices without
+Speed (MODE M_FAST: BF16 inputs with RINT and no switches: ftz, unsigned zeros, high-nibble-first FP4): _convert_fast
+/ _convert_run, the element multiply and the codecs of npu_emu.dtypes in loops over contiguous row slices without
 calls or data-dependent branches, which LLVM vectorises. Where a block's reciprocal is a normal power of two in range
 (_pow2_shift: every block but zero, Inf/NaN and extreme ones), the product's BF16 bits are an integer add and the cast
 is rint_code_bf16_pow2, all in 16-bit lanes, proven equal to the FP32 product and codecs exhaustively
@@ -30,29 +39,25 @@ the last axis) take the block maxima row by row over a run of columns, then enco
 column (_pow2_rows: the vector forms with a shift per lane, FP8 again in the normal-only form, chunks it flags formed
 again at once by the full form). Their OCP scale codes and reciprocals are one branch-free loop too (_ocp_scales),
 and the grouped op walks 64-row slabs of FUSED_COLS columns instead of the device's 64 x 128 tiles
-(grouped_fused_kernel), which read x in short pieces of far-apart rows. ``faithful`` stages every tile through UB
-and converts every element through _enc_one, the per-element transliteration; the tests prove both paths equal
+(grouped_fused_kernel), which read x in short pieces of far-apart rows. MODE M_ELEMENT (other inputs or switches)
+converts every element through _enc_one, the per-element transliteration, on the same walks; M_FAITHFUL stages
+every tile through UB and converts through _enc_one. The tests prove the paths equal
 (tests/kernels/mx_quant/test_mx_fast.py) and equal to the golden.
 
 Cores write disjoint GM ranges, so results do not depend on the host thread count.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
-from npu_emu.ascendc.datacopy import DataCopyPad
 from npu_emu.dtypes.scalar import (
-    CAST_FLOOR,
     CAST_RINT,
-    CAST_ROUND,
     bf16_to_f32,
     encode_e4m3fn,
     encode_e5m2,
     encode_fp4_e1m2,
     encode_fp4_e2m1,
-    f16_to_f32,
     f32_as_u32,
-    f32_to_bf16,
     pow2_bias,
     pow2_shift_ok,
     rint_code_bf16_pow2,
@@ -74,467 +79,251 @@ from npu_emu.dtypes.vector import (
 )
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.jit_options import PARALLEL
+from npu_emu.kernels.mx_quant.common import (  # noqa: F401  (the constants and helpers are part of this module's API)
+    _0,
+    _1,
+    ALG_OCP,
+    ALG_RANGE,
+    ALG_RCEIL,
+    ALG_RCEIL_NOSUB,
+    D_E1M2,
+    D_E2M1,
+    D_E4M3,
+    D_E5M2,
+    D_KIND,
+    EMAX_OF,
+    P_ADD,
+    P_ALG,
+    P_DST,
+    P_DYN,
+    P_FAITHFUL,
+    P_FTZ,
+    P_HIGH_FIRST,
+    P_LEGACY,
+    P_LEN,
+    P_NAN_IGNORE,
+    P_RMODE,
+    P_SIGNED_ZERO,
+    P_XK,
+    RANGE_ADD,
+    ROUND_MODE,
+    X_BF16,
+    X_F16,
+    X_F32,
+    X_KIND,
+    _block_scale,
+    _copy_in,
+    _copy_out,
+    _load,
+    _ocp_code_recip,
+    _ocp_scales,
+    _scale,
+    _scaled,
+    _stat_key,
+    _stats,
+    _tile_table,
+    _unsign_zero,
+    grouped_core_tiles,
+    make_params,
+)
 from npu_emu.kernels.mx_quant.tiling import dynamic_ub_bytes, grouped_ub_bytes, unit_ranges
 from npu_emu.launch import launch, ub_view
+from npu_emu.specialize import const, load, njit
 from npu_emu.validate import MAX_BLOCK_DIM, MAX_TILES, AccessPattern
 
+# Helpers that walk a row or a run, and the element casts inside those loops, keep numba's inlining: each has a few
+# call sites per specialisation, and their format constants and literal lengths must fold before LLVM's vectoriser
+# sees the loop. Everything else is an ordinary call (inlining copies a function's IR into every call site and
+# types it again there, which is where the kernels' first call spent its minutes).
 _INL = dict(inline="always", cache=True, error_model="numpy")
 _FN = dict(cache=True, error_model="numpy")
-# Integer arguments of non-inlined calls go as int64 values, never as literals: numba compiles a separate copy of the
-# callee for each combination of literal constants at its call sites (0 is typed Literal[int](0)), and the FP32 row
-# loops had five copies in the DynamicMxQuant kernel alone, about four minutes of compile time each.
-_0, _1 = np.int64(0), np.int64(1)
 
-# input kinds, output kinds, scale algorithms
-X_BF16, X_F16, X_F32 = 0, 1, 2
-D_E4M3, D_E5M2, D_E2M1, D_E1M2 = 0, 1, 2, 3
-ALG_OCP, ALG_RCEIL, ALG_RCEIL_NOSUB, ALG_RANGE = 0, 1, 2, 3
-ROUND_MODE = {"rint": CAST_RINT, "round": CAST_ROUND, "floor": CAST_FLOOR}
-X_KIND = {"bfloat16": X_BF16, "float16": X_F16, "float32": X_F32}
-D_KIND = {"float8_e4m3fn": D_E4M3, "float8_e5m2": D_E5M2, "float4_e2m1": D_E2M1, "float4_e1m2": D_E1M2}
-EMAX_OF = (8, 15, 2, 0)                         # by D_* kind
-RANGE_ADD = (0, 0x3F, 0x1F, 0x0F)               # bump constant by dst_type_max class (ADD_VALUE_FOR_BF16_MAN1..3)
+# the paths (MODE): the vectorised BF16/RINT loops, per-element codecs on the same walks, the UB-staged tiles
+M_FAST, M_ELEMENT, M_FAITHFUL = 0, 1, 2
+MODE_NAMES = ("fast", "element", "faithful")
 
-# int64 parameter vector shared by both kernels (built by make_params)
-P_XK, P_DST, P_RMODE, P_ALG, P_ADD, P_LEGACY, P_SIGNED_ZERO, P_FTZ, P_NAN_IGNORE, P_HIGH_FIRST, P_DYN, \
-    P_FAITHFUL, P_LEN = range(13)
+DST = const("DST")          # D_* kind of this copy (None in a plain import: no device function may compile)
+MODE = const("MODE")        # M_* path of this copy
+FP4 = DST is not None and DST >= D_E2M1
+FAST = MODE == M_FAST
+FAITHFUL = MODE == M_FAITHFUL
 
 
+def _p2_constants(dst):
+    """rint_code_bf16_pow2's format constants of D_* kind ``dst``: (mantissa bits, smallest normal exponent, largest
+    finite code, sign bit); module constants of each copy, so they fold before LLVM's vectoriser sees the loops."""
+    if dst is None:
+        return 0, 0, 0, 0
+    return ((3, 2, 1, 2)[dst], (-6, -14, 0, 0)[dst], (0x7E, 0x7B, 7, 7)[dst], 3 if dst >= D_E2M1 else 7)
 
-def make_params(*, x_dtype, y_dtype, round_mode, alg, dtm_class, legacy, signed_zero, ftz, nan_in_max,
-                fp4_nibble_order, dynamic, faithful):
-    """The kernels' int64 switch vector (see the P_* indices)."""
-    p = np.zeros(P_LEN, np.int64)
-    p[P_XK] = X_KIND[x_dtype]
-    p[P_DST] = D_KIND[y_dtype]
-    p[P_RMODE] = ROUND_MODE[round_mode]
-    p[P_ALG] = alg
-    p[P_ADD] = RANGE_ADD[dtm_class]
-    p[P_LEGACY] = bool(legacy)
-    p[P_SIGNED_ZERO] = bool(signed_zero)
-    p[P_FTZ] = bool(ftz)
-    p[P_NAN_IGNORE] = nan_in_max == "ignore"
-    p[P_HIGH_FIRST] = fp4_nibble_order == "high_first"
-    p[P_DYN] = bool(dynamic)
-    p[P_FAITHFUL] = bool(faithful)
-    return p
+
+P2_MB, P2_EMIN, P2_MAX, P2_SBIT = _p2_constants(DST)
+
+
+def mode_of(p):
+    """The M_* path of a switch vector (make_params): M_FAST for BF16 inputs with RINT and no switches."""
+    if p[P_FAITHFUL]:
+        return M_FAITHFUL
+    fast = (p[P_XK] == X_BF16 and p[P_FTZ] == 0 and p[P_SIGNED_ZERO] != 0 and p[P_HIGH_FIRST] == 0
+            and (p[P_DST] < D_E2M1 or p[P_RMODE] == CAST_RINT))
+    return M_FAST if fast else M_ELEMENT
+
+
+def device(dst, mode):
+    """This module specialised for output kind ``dst`` (D_*) and path ``mode`` (M_*): its kernels compile only
+    that format's and that path's code."""
+    if dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (M_FAST, M_ELEMENT, M_FAITHFUL):
+        raise ValueError(f"no MX kernel for dst={dst!r}, mode={mode!r}")
+    return load(__name__.split("[")[0], DST=int(dst), MODE=int(mode))
+
+
+def device_for(p):
+    """The specialised module a switch vector runs on."""
+    return device(int(p[P_DST]), mode_of(p))
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# per-element and per-block arithmetic (shared by every path)
+# element conversion (the output format DST of this copy)
 # ---------------------------------------------------------------------------------------------------------------
 
-@njit(**_INL)
-def _ftz32(v):
-    """FP32 subnormal -> zero of the same sign (``ftz=True``)."""
-    u = f32_as_u32(v)
-    if (u & np.uint32(0x7F800000)) == 0:
-        return u32_as_f32(u & np.uint32(0x80000000))
-    return np.float32(v)
-
-
-@njit(**_INL)
-def _x_f32(b, xk):
-    """Exact FP32 value of one input element given as its bits."""
-    if xk == X_BF16:
-        return bf16_to_f32(b)
-    if xk == X_F16:
-        return f16_to_f32(np.uint16(b))
-    return u32_as_f32(np.uint32(b))
-
-
-@njit(**_INL)
-def _load(xs, i, xk):
-    """Bits of input element i. GM and UB x arrive as uint16 words whatever the input type (one compiled kernel);
-    an FP32 element is two little-endian words."""
-    if xk == X_F32:
-        return np.int64(xs[2 * i]) | (np.int64(xs[2 * i + 1]) << 16)
-    return np.int64(xs[i])
-
-
 @njit(**_FN)
-def _bf16_rint(v):
-    """FP32 -> BF16 (RNE) -> FP32: the BF16 vector multiply's rounding, and the FP16 -> BF16 cast of the
-    dynamic-range rule."""
-    return bf16_to_f32(f32_to_bf16(v, CAST_RINT, False))
-
-
-@njit(**_INL)
-def _f16_bf16_exponent(h):
-    """Exponent field of an FP16 value cast to BF16 with CAST_TRUNC: truncation never changes the exponent and every
-    FP16 value is a normal BF16, so it is the exact value's floor(log2) + 127 (0 for zero, 255 for Inf/NaN)."""
-    e5 = (h >> 10) & 0x1F
-    if e5 == 31:
-        return np.int64(255)
-    if e5 != 0:
-        return e5 + 112
-    m = h & 0x3FF
-    k = np.int64(0)
-    while m > 1:
-        m >>= 1
-        k += 1
-    return np.int64(103) + k if (h & 0x3FF) != 0 else np.int64(0)
-
-
-@njit(**_FN)
-def _stat_key(b, xk, alg, dyn, nan_ignore):
-    """The quantity whose integer maximum over a block decides its scale.
-
-    OCP: the biased exponent of the element viewed as BF16 (FP16 through a CAST_TRUNC to BF16; FP32: its own
-    exponent field). RCEIL: the |x| bits in the input format (NaN > Inf > finite; "ignore" drops NaN as the
-    floating Max would). Dynamic range: the |x| bits as BF16 (FP16 cast with CAST_RINT, the DynamicMxQuant kernel
-    forcing FP16 Inf/NaN to 0x7F80; FP32 truncated to its top 16 bits).
-    """
-    u = np.int64(b)
-    if alg == ALG_OCP:
-        if xk == X_BF16:
-            return (u >> 7) & 0xFF
-        if xk == X_F32:
-            return (u >> 23) & 0xFF
-        return _f16_bf16_exponent(u)
-    if alg == ALG_RANGE:
-        if xk == X_BF16:
-            return u & 0x7FFF
-        if xk == X_F32:
-            return (u & 0x7FFFFFFF) >> 16
-        if dyn and (u & 0x7C00) == 0x7C00:
-            return np.int64(0x7F80)
-        return np.int64(f32_as_u32(_bf16_rint(f16_to_f32(np.uint16(u & 0x7FFF))))) >> 16
-    if xk == X_F32:
-        a = u & 0x7FFFFFFF
-        nan = a > 0x7F800000
-    elif xk == X_F16:
-        a = u & 0x7FFF
-        nan = a > 0x7C00
-    else:
-        a = u & 0x7FFF
-        nan = a > 0x7F80
-    if nan and nan_ignore:
-        return np.int64(0)
-    return a
-
-
-@njit(**_FN)
-def _stats(xs, xb, xstride, r0, r1, ncols, stat, stat16, xk, alg, dyn, nan_ignore):
-    """stat[j] = max over rows [r0, r1) of the key of column j. BF16 keys are bit masks of the input, kept in
-    uint16 (``stat16``) so the loops vectorise 16 lanes wide (the OCP exponent is taken as 0x7F80 bits and shifted
-    once at the end)."""
-    if xk == X_BF16 and (alg == ALG_OCP or alg == ALG_RANGE or not nan_ignore):
-        mask = np.uint16(0x7F80 if alg == ALG_OCP else 0x7FFF)
-        for j in range(ncols):
-            stat16[j] = 0
-        for r in range(r0, r1):
-            xr = xs[xb + r * xstride:xb + r * xstride + ncols]      # a row slice: lets the loop vectorise
-            for j in range(ncols):
-                stat16[j] = max(np.uint16(xr[j] & mask), stat16[j])
-        for j in range(ncols):
-            stat[j] = np.int64(stat16[j]) >> 7 if alg == ALG_OCP else np.int64(stat16[j])
-        return
-    for j in range(ncols):
-        stat[j] = 0
-    for r in range(r0, r1):
-        row = xb + r * xstride
-        for j in range(ncols):
-            stat[j] = max(stat[j], _stat_key(_load(xs, row + j, xk), xk, alg, dyn, nan_ignore))
-
-
-@njit(**_FN)
-def _scale(stat, xk, alg, add, em, legacy, dyn, r32, mlb32, ftz):
-    """(E8M0 code, BF16 bits of the reciprocal) of a block from its statistic (spec mx_quant.md §3.4, §3.7, §4)."""
-    if alg == ALG_OCP:
-        # ComputeMxScaleOCP: E = 255 -> NaN path; E <= emax -> code 0 and a zero reciprocal (v9.0-9.1 Grouped and
-        # v9.0 DynamicMxQuant: only E = 0; a tiny normal block gets 2^127); else 2^(127 - code), 2^-127 for 254.
-        if stat == 255:
-            return np.int64(255), np.int64(0x7F81)
-        if stat <= em:
-            return np.int64(0), np.int64(0x7F00 if (legacy and stat != 0) else 0)
-        code = stat - em
-        return code, np.int64(0x0040 if code == 254 else 0x7F00 - (code << 7))
-    if alg == ALG_RANGE:
-        # ComputeMxScaleDynamicDtypeRange, in the 16-bit register arithmetic of the kernel
-        ems = em << 7
-        e = stat & 0x7F80
-        if e == 0x7F80:
-            return np.int64(255), np.int64(0x7F81)
-        ea = (stat + add) & 0x7F80
-        if e < ems:
-            ea = ems
-        shared = (ea - ems) & 0xFFFF
-        zero = shared == 0 if dyn else e == 0
-        if zero:
-            return np.int64(0), np.int64(0)
-        if shared == 0x7F00:
-            return np.int64(254), np.int64(0x0040)
-        return (shared >> 7) & 0xFF, (0x7F00 - shared) & 0xFFFF
-    # RCEIL (ComputeMxScaleCuBLAS / ComputeScaleCublas): S = A * fl32(1/max), exponent + 1 when inexact
-    a = _x_f32(stat, xk)
-    if dyn:
-        if not (a <= np.float32(3.4028234663852886e38)):
-            return np.int64(255), np.int64(0x7F81)
-        if a == np.float32(0.0):
-            return np.int64(0), np.int64(0)
-        if mlb32 > a:
-            a = mlb32
-    if ftz:
-        a = _ftz32(a)
-    s = np.float32(a * r32)
-    if ftz:
-        s = _ftz32(s)
-    u = np.int64(f32_as_u32(s))
-    e = u >> 23
-    m = u & 0x7FFFFF
-    c = e
-    if (0 < e < 254 and m > 0) or (alg == ALG_RCEIL and e == 0 and m > 0x400000):
-        c = e + 1
-    if dyn:
-        return c & 0xFF, (0x7F00 - (c << 7)) & 0xFFFF
-    sh = (c << 7) & 0xFFFF
-    if sh == 0x7F80:
-        return c & 0xFF, np.int64(0x7F81)
-    if sh == 0x7F00:
-        return c & 0xFF, np.int64(0x0040)
-    return c & 0xFF, (0x7F00 - sh) & 0xFFFF
-
-
-@njit(**_INL)
-def _ocp_code_recip(stat, em, legacy):
-    """_scale's OCP branch (no ftz) written with selects, so that a loop over a row of blocks vectorises; equal to
-    _scale for every statistic, emax and legacy flag (tests/kernels/mx_quant/test_mx_fast.py)."""
-    code = stat - em
-    low = stat <= em
-    rb = np.int64(0x0040) if code == 254 else np.int64(0x7F00) - (code << 7)
-    rb = (np.int64(0x7F00) if (legacy and stat != 0) else np.int64(0)) if low else rb
-    c = np.int64(0) if low else code
-    nan = stat == 255
-    return (np.int64(255) if nan else c), (np.int64(0x7F81) if nan else rb)
-
-
-@njit(**_FN)
-def _ocp_scales(stat, nblk, em, legacy, recips, ss, sb, sstride):
-    """Codes and FP32 reciprocals of ``nblk`` OCP blocks: code b to ss[sb + b * sstride], reciprocal to recips[b]."""
-    for b in range(nblk):
-        c, rb = _ocp_code_recip(stat[b], em, legacy)
-        recips[b] = u32_as_f32(np.uint32(rb << 16))
-        ss[sb + b * sstride] = np.uint8(c)
-
-
-@njit(**_INL)
-def _fast_scales(p):
-    """Whether a block row's scales may take _ocp_scales (the fused path, OCP, no ftz) instead of _block_scale."""
-    return p[P_FAITHFUL] == 0 and p[P_ALG] == ALG_OCP and p[P_FTZ] == 0
-
-
-@njit(**_INL)
-def _scaled(b, xk, recip, ftz, bf16_mul):
-    """x * reciprocal as the vector unit forms it: one FP32 multiply (DynamicMxQuant BF16 inputs: a BF16 one)."""
-    x = _x_f32(b, xk)
-    if ftz:
-        x = _ftz32(x)
-    v = np.float32(x * recip)
-    if bf16_mul and (f32_as_u32(v) & np.uint32(0x7F800000)) == 0:
-        # A BF16 x times a power of two is exact in BF16 unless it falls below the normal range: only then can
-        # the BF16 multiply's rounding differ from the FP32 one.
-        v = _bf16_rint(v)
-    if ftz:
-        v = _ftz32(v)
-    return v
-
-
-@njit(**_INL)
-def _unsign_zero(c, zero_code, signed_zero):
-    if not signed_zero and c == zero_code:
-        return np.uint8(0)
-    return c
-
-
-@njit(**_FN)
-def _enc_one(b, xk, recip, dst, rmode, ftz, bf16_mul, sz):
-    """One element through the codecs, as the kernel forms it (multiply, then the saturating cast): the faithful
-    path and every case _convert_fast does not take."""
+def _enc_one(b, xk, recip, rmode, ftz, bf16_mul, sz):
+    """One element through the codecs, as the kernel forms it (multiply, then the saturating cast): the per-element
+    path (M_ELEMENT, M_FAITHFUL) and every case _convert_fast does not take."""
     v = _scaled(b, xk, recip, ftz, bf16_mul)
-    if dst == D_E4M3:
+    if DST == D_E4M3:
         return _unsign_zero(encode_e4m3fn(v, True, False), np.uint8(0x80), sz)
-    if dst == D_E5M2:
+    if DST == D_E5M2:
         return _unsign_zero(encode_e5m2(v, True, False), np.uint8(0x80), sz)
-    if dst == D_E2M1:
+    if DST == D_E2M1:
         return _unsign_zero(encode_fp4_e2m1(v, rmode, False), np.uint8(8), sz)
     return _unsign_zero(encode_fp4_e1m2(v, rmode, False), np.uint8(8), sz)
 
 
 @njit(**_INL)
-def _rint_code(v, dst):
+def _rint_code(v):
     """The saturating element cast with RINT (FP8: NaN -> 0; FP4: NaN -> 0, code in the low nibble)."""
-    if dst == D_E4M3:
+    if DST == D_E4M3:
         return encode_e4m3fn(v, True, False)
-    if dst == D_E5M2:
+    if DST == D_E5M2:
         return encode_e5m2(v, True, False)
-    if dst == D_E2M1:
+    if DST == D_E2M1:
         return encode_fp4_e2m1(v, CAST_RINT, False)
     return encode_fp4_e1m2(v, CAST_RINT, False)
 
 
 @njit(**_INL)
-def _fast_row(xr, yr, recips, rc, ncols, dst, per_col):
-    """One row of _convert_fast. Called with constant ``dst`` and ``per_col``, so that after inlining each copy is one
-    loop without branches (a runtime choice inside the loop keeps LLVM from vectorising it)."""
-    if dst < D_E2M1:
+def _fast_row(xr, yr, recips, rc, ncols, per_col):
+    """One row of _convert_fast. Called with a constant ``per_col``, so that after inlining each copy is one loop
+    without branches (a runtime choice inside the loop keeps LLVM from vectorising it)."""
+    if not FP4:
         for j in range(ncols):
-            yr[j] = _rint_code(bf16_to_f32(xr[j]) * (recips[j] if per_col else rc), dst)
+            yr[j] = _rint_code(bf16_to_f32(xr[j]) * (recips[j] if per_col else rc))
     else:
         for j in range(ncols // 2):
-            lo = _rint_code(bf16_to_f32(xr[2 * j]) * (recips[2 * j] if per_col else rc), dst)
-            hi = _rint_code(bf16_to_f32(xr[2 * j + 1]) * (recips[2 * j + 1] if per_col else rc), dst)
+            lo = _rint_code(bf16_to_f32(xr[2 * j]) * (recips[2 * j] if per_col else rc))
+            hi = _rint_code(bf16_to_f32(xr[2 * j + 1]) * (recips[2 * j + 1] if per_col else rc))
             yr[j] = np.uint8(lo | (hi << 4))
-
-
-@njit(**_INL)
-def _p2_format(dst):
-    """rint_code_bf16_pow2's format constants of D_* kind ``dst``: (mantissa bits, smallest normal exponent, largest
-    finite code, sign bit). Conditional expressions, not a lookup in a global tuple: with a tuple indexed by dst the
-    constants did not fold in time for LLVM's vectoriser and the FP4 run pass stayed scalar (5.3-5.9 ns/element
-    against 0.59 with these)."""
-    mb = 3 if dst == D_E4M3 else (1 if dst == D_E2M1 else 2)
-    emin = -6 if dst == D_E4M3 else (-14 if dst == D_E5M2 else 0)
-    max_code = 0x7E if dst == D_E4M3 else (0x7B if dst == D_E5M2 else 7)
-    return mb, emin, max_code, (7 if dst < D_E2M1 else 3)
 
 
 RUN_CHUNK = LANES               # elements per vector call of a run's 16-bit pass (every block holds a whole number)
 
 
 @njit(**_INL)
-def _pow2_code(h, dd, dst):
-    """rint_code_bf16_pow2 with the format constants of ``dst`` (FP4: code in the low nibble)."""
-    mb, emin, max_code, sbit = _p2_format(dst)
-    return rint_code_bf16_pow2(h, dd, mb, emin, max_code, sbit)
+def _pow2_code(h, dd):
+    """rint_code_bf16_pow2 with the format constants of DST (FP4: code in the low nibble)."""
+    return rint_code_bf16_pow2(h, dd, P2_MB, P2_EMIN, P2_MAX, P2_SBIT)
 
 
 @njit(**_INL)
-def _pow2_shift(r, dst):
+def _pow2_shift(r):
     """(pow2_bias of the reciprocal r = 2^(e - 127), whether rint_code_bf16_pow2 takes r): not for NaN, zero,
     2^-127, or a reciprocal so large that subnormal inputs would leave zero."""
     u = f32_as_u32(r)
-    mb, emin, _, _ = _p2_format(dst)
-    ok = ((u & np.uint32(0xFFFF)) == 0) & pow2_shift_ok(u >> np.uint32(16), mb, emin)
-    return pow2_bias(u >> np.uint32(16), emin), ok
+    ok = ((u & np.uint32(0xFFFF)) == 0) & pow2_shift_ok(u >> np.uint32(16), P2_MB, P2_EMIN)
+    return pow2_bias(u >> np.uint32(16), P2_EMIN), ok
 
 
 @njit(**_FN)
-def _pow2_shifts(recips, ncols, dst, dcol):
+def _pow2_shifts(recips, ncols, dcol):
     """dcol[j] = the shift of recips[j] (_pow2_shift); returns how many reciprocals rint_code_bf16_pow2 does not
     take (their dcol entries are meaningless)."""
     bad = 0
     for j in range(ncols):
-        d, ok = _pow2_shift(recips[j], dst)
+        d, ok = _pow2_shift(recips[j])
         dcol[j] = d
         bad += np.int64(1) - np.int64(ok)
     return bad
 
 
 @njit(**_INL)
-def _pow2_row(xr, yr, dcol, ncols, dst):
-    """One row through the 16-bit casts, shift dcol[j] for element j (constant ``dst``): whole chunks of LANES columns
-    through the vector forms with one shift per lane, the rest through rint_code_bf16_pow2. FP8 takes the
-    normal-only form first and the full form again over a chunk it flags, at once, while the chunk is in L1: a column
-    block spans tokens of different magnitudes, so flagged chunks are common (28 % of the E4M3 chunks of the grouped
-    benchmark's data), but the two forms together still cost less than the full form alone (0.26 against 0.31
-    ns/element, one thread, L2-resident; the scalar loop LLVM vectorised took 0.37)."""
+def _pow2_row(xr, yr, dcol, ncols):
+    """One row through the 16-bit casts, shift dcol[j] for element j: whole chunks of LANES columns through the
+    vector forms with one shift per lane, the rest through rint_code_bf16_pow2. FP8 takes the normal-only form first
+    and the full form again over a chunk it flags, at once, while the chunk is in L1: a column block spans tokens of
+    different magnitudes, so flagged chunks are common (28 % of the E4M3 chunks of the grouped benchmark's data),
+    but the two forms together still cost less than the full form alone (0.26 against 0.31 ns/element, one thread,
+    L2-resident; the scalar loop LLVM vectorised took 0.37)."""
     nch = ncols // LANES
     for c in range(nch):
         j = c * LANES
-        if dst == D_E4M3:
+        if DST == D_E4M3:
             if e4m3_pow2_normal_cols32(xr, j, yr, j, dcol, j):
                 e4m3_pow2_full_cols32(xr, j, yr, j, dcol, j)
-        elif dst == D_E5M2:
+        elif DST == D_E5M2:
             if e5m2_pow2_normal_cols32(xr, j, yr, j, dcol, j):
                 e5m2_pow2_full_cols32(xr, j, yr, j, dcol, j)
-        elif dst == D_E2M1:
+        elif DST == D_E2M1:
             e2m1_pow2_full_cols32(xr, j, yr, j // 2, dcol, j)
         else:
             e1m2_pow2_full_cols32(xr, j, yr, j // 2, dcol, j)
-    if dst < D_E2M1:
+    if not FP4:
         for j in range(nch * LANES, ncols):
-            yr[j] = _pow2_code(xr[j], dcol[j], dst)
+            yr[j] = _pow2_code(xr[j], dcol[j])
     else:
         for j in range(nch * LANES // 2, ncols // 2):
-            yr[j] = np.uint8(_pow2_code(xr[2 * j], dcol[2 * j], dst)
-                             | (_pow2_code(xr[2 * j + 1], dcol[2 * j + 1], dst) << 4))
+            yr[j] = np.uint8(_pow2_code(xr[2 * j], dcol[2 * j]) | (_pow2_code(xr[2 * j + 1], dcol[2 * j + 1]) << 4))
 
 
 @njit(**_FN)
-def _pow2_rows(xs, xb, xstride, r0, r1, ncols, dcol, ys, yb, ystride, dst):
+def _pow2_rows(xs, xb, xstride, r0, r1, ncols, dcol, ys, yb, ystride):
     """Rows [r0, r1) through _pow2_row with the shifts dcol (one per column)."""
-    ybytes = ncols // 2 if dst >= D_E2M1 else ncols
+    ybytes = ncols // 2 if FP4 else ncols
     for r in range(r0, r1):
         row, yrow = xb + r * xstride, yb + r * ystride
-        xr, yr = xs[row:row + ncols], ys[yrow:yrow + ybytes]
-        if dst == D_E4M3:
-            _pow2_row(xr, yr, dcol, ncols, D_E4M3)
-        elif dst == D_E5M2:
-            _pow2_row(xr, yr, dcol, ncols, D_E5M2)
-        elif dst == D_E2M1:
-            _pow2_row(xr, yr, dcol, ncols, D_E2M1)
-        else:
-            _pow2_row(xr, yr, dcol, ncols, D_E1M2)
+        _pow2_row(xs[row:row + ncols], ys[yrow:yrow + ybytes], dcol, ncols)
 
 
-@njit(**_INL)
-def _pow2_span(xs, x0, n, dd, ys, y0, dst):
-    """n elements from xs[x0] (FP4: n even, packed from ys[y0]) through the full rint_code_bf16_pow2 with one shift dd
-    (constant ``dst``, so that the format constants fold)."""
-    if dst < D_E2M1:
+@njit(**_FN)
+def _pow2_redo(xs, x0, n, dd, ys, y0):
+    """n elements from xs[x0] (FP4: n even, packed from ys[y0]) through the full rint_code_bf16_pow2 with one shift
+    dd: a run block the normal-only form flagged, or one that ends in a short chunk."""
+    if not FP4:
         xr, yr = xs[x0:x0 + n], ys[y0:y0 + n]
         for i in range(n):
-            yr[i] = _pow2_code(xr[i], dd, dst)
+            yr[i] = _pow2_code(xr[i], dd)
     else:
         xr, yr = xs[x0:x0 + n], ys[y0:y0 + n // 2]
         for i in range(n // 2):
-            yr[i] = np.uint8(_pow2_code(xr[2 * i], dd, dst) | (_pow2_code(xr[2 * i + 1], dd, dst) << 4))
+            yr[i] = np.uint8(_pow2_code(xr[2 * i], dd) | (_pow2_code(xr[2 * i + 1], dd) << 4))
 
 
 @njit(**_FN)
-def _pow2_redo(xs, x0, n, dd, ys, y0, dst):
-    """_pow2_span for a run block the normal-only form flagged, or one that ends in a short chunk."""
-    if dst == D_E4M3:
-        _pow2_span(xs, x0, n, dd, ys, y0, D_E4M3)
-    elif dst == D_E5M2:
-        _pow2_span(xs, x0, n, dd, ys, y0, D_E5M2)
-    elif dst == D_E2M1:
-        _pow2_span(xs, x0, n, dd, ys, y0, D_E2M1)
-    else:
-        _pow2_span(xs, x0, n, dd, ys, y0, D_E1M2)
-
-
-@njit(**_FN)
-def _fp32_rows(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst):
+def _fp32_rows(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride):
     """_convert_fast's FP32 loops: the product formed in FP32, then the FP32 codecs; reciprocal r * rrs + j * rcs."""
-    ybytes = ncols // 2 if dst >= D_E2M1 else ncols
+    ybytes = ncols // 2 if FP4 else ncols
     for r in range(r0, r1):
         row, yrow = xb + r * xstride, yb + r * ystride
         xr, yr = xs[row:row + ncols], ys[yrow:yrow + ybytes]
         rc = recips[r * rrs]
         if rcs == 1:                                      # column blocks: one reciprocal per column
-            if dst == D_E4M3:
-                _fast_row(xr, yr, recips, rc, ncols, D_E4M3, True)
-            elif dst == D_E5M2:
-                _fast_row(xr, yr, recips, rc, ncols, D_E5M2, True)
-            elif dst == D_E2M1:
-                _fast_row(xr, yr, recips, rc, ncols, D_E2M1, True)
-            else:
-                _fast_row(xr, yr, recips, rc, ncols, D_E1M2, True)
+            _fast_row(xr, yr, recips, rc, ncols, True)
         else:                                             # a run: one block per row
-            if dst == D_E4M3:
-                _fast_row(xr, yr, recips, rc, ncols, D_E4M3, False)
-            elif dst == D_E5M2:
-                _fast_row(xr, yr, recips, rc, ncols, D_E5M2, False)
-            elif dst == D_E2M1:
-                _fast_row(xr, yr, recips, rc, ncols, D_E2M1, False)
-            else:
-                _fast_row(xr, yr, recips, rc, ncols, D_E1M2, False)
+            _fast_row(xr, yr, recips, rc, ncols, False)
 
 
 @njit(**_FN)
-def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst):
+def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride):
     """_convert for BF16 input, RINT, no switches: the multiply and codecs of _enc_one in loops over contiguous row
     slices that LLVM vectorises. It forms every product in FP32: DynamicMxQuant's BF16 multiply differs only for
     products below 2^-126, which every RINT cast here takes to a zero of the same sign either way (proven over all
@@ -546,29 +335,29 @@ def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystr
     takes the FP32 loops."""
     if rcs == 1:
         dcol = np.empty(ncols, np.int16)
-        bad = _pow2_shifts(recips, ncols, dst, dcol)
+        bad = _pow2_shifts(recips, ncols, dcol)
         if 8 * bad <= ncols:
-            _pow2_rows(xs, xb, xstride, r0, r1, ncols, dcol, ys, yb, ystride, dst)
+            _pow2_rows(xs, xb, xstride, r0, r1, ncols, dcol, ys, yb, ystride)
             if bad > 0:
-                step = 2 if dst >= D_E2M1 else 1          # an FP4 byte holds a pair of columns
+                step = np.int64(2 if FP4 else 1)          # an FP4 byte holds a pair of columns
                 for j in range(0, ncols, step):
-                    if not (_pow2_shift(recips[j], dst)[1] and _pow2_shift(recips[j + step - 1], dst)[1]):
+                    if not (_pow2_shift(recips[j])[1] and _pow2_shift(recips[j + step - 1])[1]):
                         _fp32_rows(xs, xb + j, xstride, r0, r1, step, recips[j:], _0, _1, ys,
-                                   yb + (j // 2 if step == 2 else j), ystride, dst)
+                                   yb + (j // 2 if step == 2 else j), ystride)
             return
-    _fp32_rows(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst)
+    _fp32_rows(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride)
 
 
 @njit(**_INL)
-def _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, fused, ss, sb, em, legacy):
-    """_run_pass for one (constant) ``dst``. No inlined calls that take arrays inside the block loop: numba
-    increfs and decrefs every array an inlined function takes, at each call, which cost this loop about half its time
-    (32.7 against 21.6 ms for the E4M3 pass at the benchmark shape). With ``fused`` each block's OCP scale is formed
-    first, from the maximum of its exponent fields while the block is in L1: code to ss[sb + b], reciprocal to
-    recips[b] (what _ocp_scales gives); otherwise recips holds the reciprocals. A short last block (``last`` < bs)
-    gets its scale here and is left whole to the full form (todo 1) or the FP32 loops (todo 2)."""
-    yc = RUN_CHUNK // 2 if dst >= D_E2M1 else RUN_CHUNK
-    ybs = bs // 2 if dst >= D_E2M1 else bs
+def _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, fused, ss, sb, em, legacy):
+    """_run_pass's block loop. No inlined calls that take arrays inside the block loop: numba increfs and decrefs
+    every array an inlined function takes, at each call, which cost this loop about half its time (32.7 against
+    21.6 ms for the E4M3 pass at the benchmark shape). With ``fused`` each block's OCP scale is formed first, from
+    the maximum of its exponent fields while the block is in L1: code to ss[sb + b], reciprocal to recips[b] (what
+    _ocp_scales gives); otherwise recips holds the reciprocals. A short last block (``last`` < bs) gets its scale
+    here and is left whole to the full form (todo 1) or the FP32 loops (todo 2)."""
+    yc = RUN_CHUNK // 2 if FP4 else RUN_CHUNK
+    ybs = bs // 2 if FP4 else bs
     nch = bs // RUN_CHUNK
     full = nblk if last == bs or nblk == 0 else nblk - 1
     left = 0
@@ -581,17 +370,17 @@ def _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, fused, ss, sb
             code, rb = _ocp_code_recip(np.int64(m) >> 7, em, legacy)
             ss[sb + b] = np.uint8(code)
             recips[b] = u32_as_f32(np.uint32(rb << 16))
-        dd, ok = _pow2_shift(recips[b], dst)
+        dd, ok = _pow2_shift(recips[b])
         t = np.int8(2)
         if ok:
             redo = False
             for c in range(nch):
                 # FP8: the normal-only form, which says whether it flagged an element; FP4: the full form
-                if dst == D_E4M3:
+                if DST == D_E4M3:
                     redo |= e4m3_pow2_normal32(xs, x0 + c * RUN_CHUNK, ys, y0 + c * yc, dd)
-                elif dst == D_E5M2:
+                elif DST == D_E5M2:
                     redo |= e5m2_pow2_normal32(xs, x0 + c * RUN_CHUNK, ys, y0 + c * yc, dd)
-                elif dst == D_E2M1:
+                elif DST == D_E2M1:
                     e2m1_pow2_full32(xs, x0 + c * RUN_CHUNK, ys, y0 + c * yc, dd)
                 else:
                     e1m2_pow2_full32(xs, x0 + c * RUN_CHUNK, ys, y0 + c * yc, dd)
@@ -607,60 +396,40 @@ def _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, fused, ss, sb
             code, rb = _ocp_code_recip(np.int64(m) >> 7, em, legacy)
             ss[sb + b] = np.uint8(code)
             recips[b] = u32_as_f32(np.uint32(rb << 16))
-        todo[b] = np.int8(1) if _pow2_shift(recips[b], dst)[1] else np.int8(2)
+        todo[b] = np.int8(1) if _pow2_shift(recips[b])[1] else np.int8(2)
         left += 1
     return left
 
 
 @njit(**_FN)
-def _run_pass(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, fused, ss, sb, em, legacy):
+def _run_pass(xs, xb, nblk, bs, last, recips, ys, yb, todo, fused, ss, sb, em, legacy):
     """The 16-bit pass over a run of blocks (see _convert_run): the whole blocks whose reciprocal the 16-bit forms
     take; todo[b] = 0 (done), 1 (form the block again with the full form: the normal-only form flagged an element, or
     the block is a short last one) or 2 (a reciprocal the 16-bit forms do not take). Returns how many blocks are not
-    done. The format is chosen once per run, here, so that each copy of the block loop has its own constant format,
-    and blocks of RUN_CHUNK elements (the default block size) take a copy in which the length is a constant too: with
-    the length known only at run time the chunk loops cost the E4M3 pass a third (21.6 against 14.9 ms)."""
-    if dst == D_E4M3:
-        if bs == RUN_CHUNK:
-            return _run_blocks(xs, xb, nblk, RUN_CHUNK, last, recips, ys, yb, todo, D_E4M3, fused, ss, sb, em, legacy)
-        return _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E4M3, fused, ss, sb, em, legacy)
-    if dst == D_E5M2:
-        if bs == RUN_CHUNK:
-            return _run_blocks(xs, xb, nblk, RUN_CHUNK, last, recips, ys, yb, todo, D_E5M2, fused, ss, sb, em, legacy)
-        return _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E5M2, fused, ss, sb, em, legacy)
-    if dst == D_E2M1:
-        if bs == RUN_CHUNK:
-            return _run_blocks(xs, xb, nblk, RUN_CHUNK, last, recips, ys, yb, todo, D_E2M1, fused, ss, sb, em, legacy)
-        return _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E2M1, fused, ss, sb, em, legacy)
+    done. Blocks of RUN_CHUNK elements (the default block size) take a copy of the block loop in which the length is
+    a constant: with the length known only at run time the chunk loops cost the E4M3 pass a third (21.6 against
+    14.9 ms)."""
     if bs == RUN_CHUNK:
-        return _run_blocks(xs, xb, nblk, RUN_CHUNK, last, recips, ys, yb, todo, D_E1M2, fused, ss, sb, em, legacy)
-    return _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, D_E1M2, fused, ss, sb, em, legacy)
+        return _run_blocks(xs, xb, nblk, RUN_CHUNK, last, recips, ys, yb, todo, fused, ss, sb, em, legacy)
+    return _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, fused, ss, sb, em, legacy)
 
 
 @njit(**_FN)
-def _convert_run(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, fused, ss, sb, em, legacy):
+def _convert_run(xs, xb, nblk, bs, last, recips, ys, yb, todo, fused, ss, sb, em, legacy):
     """A run of ``nblk`` blocks of ``bs`` elements (a multiple of RUN_CHUNK; the last ``last`` long), reciprocal b for
     block b (with ``fused``: formed here, see _run_blocks), in 16-bit lanes (_run_pass; FP8 in the normal-only form);
     then the blocks it leaves: formed again whole by the full rint_code_bf16_pow2 (a flagged element, or a short
     last block), or through the FP32 loops (reciprocals the 16-bit forms do not take).
     ``todo``: scratch of nblk bytes."""
-    if _run_pass(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, fused, ss, sb, em, legacy) == 0:
+    if _run_pass(xs, xb, nblk, bs, last, recips, ys, yb, todo, fused, ss, sb, em, legacy) == 0:
         return
-    fp4 = dst >= D_E2M1
-    ybs = bs // 2 if fp4 else bs
+    ybs = bs // 2 if FP4 else bs
     for b in range(nblk):
         n = bs if b < nblk - 1 else last
         if todo[b] == 1:
-            _pow2_redo(xs, xb + b * bs, n, _pow2_shift(recips[b], dst)[0], ys, yb + b * ybs, dst)
+            _pow2_redo(xs, xb + b * bs, n, _pow2_shift(recips[b])[0], ys, yb + b * ybs)
         elif todo[b] == 2:
-            _fp32_rows(xs, xb + b * bs, _0, _0, _1, n, recips[b:], _0, _0, ys, yb + b * ybs, _0, dst)
-
-
-@njit(**_INL)
-def _fast_convert(p):
-    """Whether _convert takes _convert_fast: BF16 input, RINT, no switches, not faithful."""
-    return (p[P_FAITHFUL] == 0 and p[P_XK] == X_BF16 and p[P_FTZ] == 0 and p[P_SIGNED_ZERO] != 0
-            and p[P_HIGH_FIRST] == 0 and (p[P_DST] < D_E2M1 or p[P_RMODE] == CAST_RINT))
+            _fp32_rows(xs, xb + b * bs, _0, _0, _1, n, recips[b:], _0, _0, ys, yb + b * ybs, _0)
 
 
 @njit(**_FN)
@@ -668,39 +437,33 @@ def _convert(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, 
     """Rows [r0, r1) x ncols columns of x -> codes (FP4: packed pairs, ncols even); y row r at ys[yb + r * ystride].
 
     A block's reciprocal is at index r * rrs + j * rcs: (0, 1) for column blocks, (1, 0) for runs laid out as rows.
-    ``faithful`` runs every element through _enc_one (the kernel's multiply, then the codec); otherwise BF16 input
-    with RINT and no switches takes _convert_fast (the same arithmetic, vectorised; tests prove them equal)."""
-    dst, xk, rmode = p[P_DST], p[P_XK], p[P_RMODE]
+    M_FAST takes _convert_fast (the arithmetic of _enc_one, vectorised; tests prove them equal); the other paths run
+    every element through _enc_one (the kernel's multiply, then the codec)."""
+    if FAST:
+        _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride)
+        return
+    xk, rmode = p[P_XK], p[P_RMODE]
     ftz, sz, hf = p[P_FTZ] != 0, p[P_SIGNED_ZERO] != 0, p[P_HIGH_FIRST]
     bf16_mul = p[P_DYN] != 0 and xk == X_BF16
-    fp4 = dst >= D_E2M1
-    if _fast_convert(p):
-        _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, dst)
-        return
     for r in range(r0, r1):
         row, yrow, rr = xb + r * xstride, yb + r * ystride, r * rrs
-        if not fp4:
+        if not FP4:
             for j in range(ncols):
-                ys[yrow + j] = _enc_one(_load(xs, row + j, xk), xk, recips[rr + j * rcs], dst, rmode, ftz, bf16_mul,
-                                        sz)
+                ys[yrow + j] = _enc_one(_load(xs, row + j, xk), xk, recips[rr + j * rcs], rmode, ftz, bf16_mul, sz)
         else:
             for j in range(0, ncols, 2):
                 pair = np.uint8(0)
                 for h in range(2):
-                    c = _enc_one(_load(xs, row + j + h, xk), xk, recips[rr + (j + h) * rcs], dst, rmode, ftz,
-                                 bf16_mul, sz)
+                    c = _enc_one(_load(xs, row + j + h, xk), xk, recips[rr + (j + h) * rcs], rmode, ftz, bf16_mul, sz)
                     pair |= np.uint8(c << (4 * (h ^ hf)))
                 ys[yrow + j // 2] = pair
 
 
-@njit(**_INL)
-def _block_scale(stat, p, r32, mlb32):
-    """(code, reciprocal as FP32) of one block."""
-    ftz = p[P_FTZ] != 0
-    code, rb = _scale(stat, p[P_XK], p[P_ALG], p[P_ADD], EMAX_OF[p[P_DST]], p[P_LEGACY] != 0, p[P_DYN] != 0, r32,
-                      mlb32, ftz)
-    r = bf16_to_f32(np.uint16(rb))
-    return code, (_ftz32(r) if ftz else r)
+@njit(**_FN)
+def _fast_scales(p):
+    """Whether a block row's scales may take _ocp_scales (not the UB-staged path, OCP, no ftz) instead of
+    _block_scale."""
+    return not FAITHFUL and p[P_ALG] == ALG_OCP and p[P_FTZ] == 0
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -714,7 +477,7 @@ def _column_blocks(xs, xb, xstride, r0, r1, ncols, ys, yb, ystride, ss, sb, slot
     ss[sb + 2 * j + slot]; y row r starts at ys[yb + r * ystride] (packed bytes for FP4)."""
     _stats(xs, xb, xstride, r0, r1, ncols, scr, scr16, p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0)
     if _fast_scales(p):
-        _ocp_scales(scr, ncols, EMAX_OF[p[P_DST]], p[P_LEGACY] != 0, recips, ss, sb + slot, np.int64(2))
+        _ocp_scales(scr, ncols, EMAX_OF[DST], p[P_LEGACY] != 0, recips, ss, sb + slot, np.int64(2))
     else:
         for j in range(ncols):
             code, recips[j] = _block_scale(scr[j], p, r32, mlb32)
@@ -726,9 +489,9 @@ def _column_blocks(xs, xb, xstride, r0, r1, ncols, ys, yb, ystride, ss, sb, slot
 def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, todo, p, r32, mlb32):
     """``nblk`` consecutive blocks of ``bs`` elements from xs[xb] (the last one ``last`` long), codes to
     ss[sb + b] followed by ``pad`` 0x00 pad slots; y from ys[yb] (FP4: packed; bs and last even). ``todo``: scratch
-    of one byte per block for the fused path's _convert_run (empty: the per-block _convert)."""
-    xk, alg, dyn, ni, dst = p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0, p[P_DST]
-    fast = _fast_convert(p) and todo.size >= nblk and bs % RUN_CHUNK == 0
+    of one byte per block for M_FAST's _convert_run (empty: the per-block _convert)."""
+    xk, alg, dyn, ni = p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0
+    fast = FAST and todo.size >= nblk and bs % RUN_CHUNK == 0
     # fused: the OCP scales are formed block by block inside the 16-bit pass (_run_blocks), which then reads x once
     fused = fast and _fast_scales(p)
     for b in range(nblk if not fused else 0):
@@ -747,36 +510,23 @@ def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, todo, 
                 m = max(m, _stat_key(_load(xs, row + i, xk), xk, alg, dyn, ni))
         scr[b] = m
     if _fast_scales(p) and not fused:
-        _ocp_scales(scr, nblk, EMAX_OF[dst], p[P_LEGACY] != 0, recips, ss, sb, _1)
+        _ocp_scales(scr, nblk, EMAX_OF[DST], p[P_LEGACY] != 0, recips, ss, sb, _1)
     elif not fused:
         for b in range(nblk):
             code, recips[b] = _block_scale(scr[b], p, r32, mlb32)
             ss[sb + b] = np.uint8(code)
     for b in range(nblk, nblk + pad):
         ss[sb + b] = np.uint8(0)
-    fp4 = dst >= D_E2M1
-    ybs = bs // 2 if fp4 else bs
-    if fast:
-        _convert_run(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, fused, ss, sb, EMAX_OF[dst],
-                     p[P_LEGACY] != 0)
-        return
+    ybs = bs // 2 if FP4 else bs
+    if FAST:
+        if fast:
+            _convert_run(xs, xb, nblk, bs, last, recips, ys, yb, todo, fused, ss, sb, np.int64(EMAX_OF[DST]),
+                         p[P_LEGACY] != 0)
+            return
     full = nblk if last == bs else nblk - 1
     _convert(xs, xb, bs, _0, full, bs, recips, _1, _0, ys, yb, ybs, p)
     if full < nblk:
         _convert(xs, xb, bs, full, nblk, last, recips, _1, _0, ys, yb, ybs, p)
-
-
-# DataCopyPad (GM -> UB with its Normal padding mode, UB -> GM) behind two small helpers, compiled once for every
-# call site.
-
-@njit(**_FN)
-def _copy_in(ub_x, x_gm, rows, row_bytes, src_stride_bytes):
-    DataCopyPad(ub_x, x_gm, rows, row_bytes, src_stride_bytes, 0, False, 0, 0, 0)
-
-
-@njit(**_FN)
-def _copy_out(gm, ub, rows, row_bytes, dst_stride_bytes):
-    DataCopyPad(gm, ub, rows, row_bytes, 0, dst_stride_bytes)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -784,43 +534,7 @@ def _copy_out(gm, ub, rows, row_bytes, dst_stride_bytes):
 # ---------------------------------------------------------------------------------------------------------------
 
 @njit(**_FN)
-def grouped_core_tiles(total_cores, core, group_index, group_num, block_col_size, block_row_count, out):
-    """GroupedSplit::ProcessBase for one core: fills out[k] = (group, group start, group size, block in group)
-    for the core's k-th tile (if ``out`` has room) and returns the number of tiles."""
-    rotate = 0
-    k = 0
-    for g in range(group_num):
-        start = np.int64(group_index[g - 1]) if g > 0 else np.int64(0)
-        size = np.int64(group_index[g]) - start
-        if size <= 0:
-            continue
-        count = ((size + block_col_size - 1) // block_col_size) * block_row_count
-        used = count if count < total_cores else total_cores
-        idx = core - rotate
-        if idx < 0:
-            idx += total_cores
-        loop, offset = np.int64(0), np.int64(0)
-        if idx < used:
-            head = count % used
-            per_head = (count + used - 1) // used
-            per_tail = count // used
-            if idx < head:
-                loop, offset = per_head, idx * per_head
-            else:
-                loop, offset = per_tail, head * per_head + (idx - head) * per_tail
-        rotate = (rotate + count) % total_cores
-        for i in range(loop):
-            if k < out.shape[0]:
-                out[k, 0] = g
-                out[k, 1] = start
-                out[k, 2] = size
-                out[k, 3] = offset + i
-            k += 1
-    return k
-
-
-@njit(**_INL)
-def _grouped_tile(x_gm, y_gm, s_gm, ub, td, g, start, size, blk, fp4, scr, scr16, recips, p, r32):
+def _grouped_tile(x_gm, y_gm, s_gm, ub, td, g, start, size, blk, scr, scr16, recips, p, r32):
     """ProcessOneLoop + CopyIn / Compute (ComputeAll) / CopyOut of one 64 x 128 tile."""
     n = td.rowSize
     row_idx = blk % td.blockRowCount                        # tile column index (along n)
@@ -831,22 +545,21 @@ def _grouped_tile(x_gm, y_gm, s_gm, ub, td, g, start, size, blk, fp4, scr, scr16
     rows = col_tail if col_idx == col_count - 1 else td.blockColSize
     x_off = (start + col_idx * td.blockColSize) * n + row_idx * td.blockRowSize
     s_off = (start // 64 + g + col_idx) * n * 2 + row_idx * td.blockRowSize * 2
-    y_off = x_off // 2 if fp4 else x_off
-    y_row = n // 2 if fp4 else n
-    yb = cols // 2 if fp4 else cols                          # y bytes per tile row
+    y_off = x_off // 2 if FP4 else x_off
+    y_row = n // 2 if FP4 else n
+    yb = cols // 2 if FP4 else cols                          # y bytes per tile row
     half = td.blockColSize // 2                              # BLOCK_SIZE rows per scale block
-    faithful = p[P_FAITHFUL] != 0
-    # UB: in, mxscale and out queues of `buf` bytes each, double-buffered (only buffer 0 is used: double
-    # buffering changes timing, not values)
-    buf = (td.blockColSize * td.blockRowSize * 2 + 31) // 32 * 32 if faithful else 0
-    ub_x = ub_view(ub, 0, np.uint16, buf // 2)
-    ub_s = ub_view(ub, 2 * buf, np.uint8, buf)
-    ub_y = ub_view(ub, 4 * buf, np.uint8, buf)
-    if faithful:
+    if FAITHFUL:
+        # UB: in, mxscale and out queues of `buf` bytes each, double-buffered (only buffer 0 is used: double
+        # buffering changes timing, not values)
+        buf = (td.blockColSize * td.blockRowSize * 2 + 31) // 32 * 32
+        ub_x = ub_view(ub, 0, np.uint16, buf // 2)
+        ub_s = ub_view(ub, 2 * buf, np.uint8, buf)
+        ub_y = ub_view(ub, 4 * buf, np.uint8, buf)
         _copy_in(ub_x, x_gm[x_off:], rows, cols * 2, (n - cols) * 2)
         in_len = (cols + 15) & ~15                           # UB row pitch of the x tile, in elements
-        out_len = ((cols + 63) & ~63) // 2 if fp4 else (cols + 31) & ~31
-        xs, xb, xp, ys, yo, yp, ss, sb = ub_x, 0, in_len, ub_y, 0, out_len, ub_s, 0
+        out_len = ((cols + 63) & ~63) // 2 if FP4 else (cols + 31) & ~31
+        xs, xb, xp, ys, yo, yp, ss, sb = ub_x, _0, in_len, ub_y, _0, out_len, ub_s, _0
     else:
         xs, xb, xp, ys, yo, yp, ss, sb = x_gm, x_off, n, y_gm, y_off, y_row, s_gm, s_off
     # block 0 = the first 32 rows, block 1 = the rest (ComputeAll padMode 1), or Duplicate(scaleReg1, 0) pads slot 1
@@ -858,26 +571,25 @@ def _grouped_tile(x_gm, y_gm, s_gm, ub, td, g, start, size, blk, fp4, scr, scr16
         else:
             for j in range(cols):
                 ss[sb + 2 * j + 1] = 0
-    if faithful:
-        _copy_out(y_gm[y_off:], ub_y, rows, yb, y_row - yb)
-        _copy_out(s_gm[s_off:], ub_s, _1, cols * 2, _0)
+    if FAITHFUL:
+        _copy_out(y_gm[y_off:], ys, rows, yb, y_row - yb)
+        _copy_out(s_gm[s_off:], ss, _1, cols * 2, _0)
 
 
 @njit(**_FN)
 def _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32):
     """Everything one vector core does: Init (UB), then ProcessBase's tiles in order."""
-    fp4 = p[P_DST] >= D_E2M1
     n_tiles = grouped_core_tiles(td.usedCoreNum, core, group_index, td.groupNum, td.blockColSize,
                                  td.blockRowCount, np.empty((0, 4), np.int64))
     tiles = np.empty((n_tiles, 4), np.int64)
     grouped_core_tiles(td.usedCoreNum, core, group_index, td.groupNum, td.blockColSize, td.blockRowCount, tiles)
-    ub = np.empty(ub_size if p[P_FAITHFUL] != 0 else 0, np.uint8)
+    ub = np.empty(ub_size if FAITHFUL else 0, np.uint8)
     scr = np.empty(td.blockRowSize, np.int64)
     scr16 = np.empty(td.blockRowSize, np.uint16)
     recips = np.empty(td.blockRowSize, np.float32)
     for t in range(n_tiles):
-        _grouped_tile(x_gm, y_gm, s_gm, ub, td, tiles[t, 0], tiles[t, 1], tiles[t, 2], tiles[t, 3], fp4, scr,
-                      scr16, recips, p, r32)
+        _grouped_tile(x_gm, y_gm, s_gm, ub, td, tiles[t, 0], tiles[t, 1], tiles[t, 2], tiles[t, 3], scr, scr16,
+                      recips, p, r32)
 
 
 @njit(parallel=PARALLEL, **_FN)
@@ -885,7 +597,9 @@ def grouped_dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, group_index, y
     """One prange iteration per vector core (GetBlockIdx() = core); cores past usedCoreNum return at once."""
     for core in prange(block_dim):
         if core < td.usedCoreNum:
-            _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32)
+            # int64: the prange index is typed differently inside numba's parallel loop body, and each type would
+            # compile the whole core again
+            _grouped_core(np.int64(core), td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32)
 
 
 # Columns per slab of the fused grouped walk: 32 rows of them (512 KiB, a reference core's L2) stay near the core
@@ -894,18 +608,40 @@ def grouped_dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, group_index, y
 FUSED_COLS = 8192
 
 
+@njit(**_FN)
+def _fused_slab(td, t, nch, table, x_gm, y_gm, s_gm, p, r32):
+    """Slab t of grouped_fused_kernel: 64-row block table[t // nch], columns (t % nch) * FUSED_COLS on."""
+    n = td.rowSize
+    y_row = n // 2 if FP4 else n
+    half = td.blockColSize // 2
+    g, start, rows, b = table[t // nch, 0], table[t // nch, 1], table[t // nch, 2], table[t // nch, 3]
+    c0 = (t % nch) * FUSED_COLS
+    cols = min(FUSED_COLS, n - c0)
+    scr = np.empty(cols, np.int64)
+    scr16 = np.empty(cols, np.uint16)
+    recips = np.empty(cols, np.float32)
+    x_off = (start + b * td.blockColSize) * n + c0
+    s_off = (start // 64 + g + b) * n * 2 + c0 * 2
+    y_off = x_off // 2 if FP4 else x_off
+    for slot in range(2):
+        r0 = slot * half
+        if r0 < rows:
+            _column_blocks(x_gm, x_off, n, r0, min(rows, r0 + half), cols, y_gm, y_off, y_row, s_gm, s_off, slot,
+                           scr, scr16, recips, p, r32, np.float32(0.0))
+        else:
+            for j in range(cols):
+                s_gm[s_off + 2 * j + 1] = 0
+
+
 @njit(parallel=PARALLEL, **_FN)
 def grouped_fused_kernel(td, x_gm, group_index, y_gm, s_gm, p, r32):
-    """The grouped op with ``faithful=False``: the same column blocks and arithmetic as the tiles (_column_blocks on
+    """The grouped op off the UB-staged path: the same column blocks and arithmetic as the tiles (_column_blocks on
     GM), walked as 64-row slabs of FUSED_COLS columns spread over the host threads. The device's 64 x 128 tiles read
     x in 256-byte pieces of rows 2n bytes apart, which leaves the host waiting on memory; a slab reads runs of up to
     16 KiB. run_grouped takes this walk only when the tiles partition x (column tiles covering [0, n) exactly, every
     core launched), so every block is converted once either way; the tests compare both walks on every tiling
     branch."""
     n = td.rowSize
-    fp4 = p[P_DST] >= D_E2M1
-    y_row = n // 2 if fp4 else n
-    half = td.blockColSize // 2
     nch = (n + FUSED_COLS - 1) // FUSED_COLS
     slabs = 0
     for g in range(td.groupNum):
@@ -921,23 +657,7 @@ def grouped_fused_kernel(td, x_gm, group_index, y_gm, s_gm, p, r32):
             table[k, 2], table[k, 3] = min(td.blockColSize, size - b * td.blockColSize), b
             k += 1
     for t in prange(slabs * nch):
-        g, start, rows, b = table[t // nch, 0], table[t // nch, 1], table[t // nch, 2], table[t // nch, 3]
-        c0 = (t % nch) * FUSED_COLS
-        cols = min(FUSED_COLS, n - c0)
-        scr = np.empty(cols, np.int64)
-        scr16 = np.empty(cols, np.uint16)
-        recips = np.empty(cols, np.float32)
-        x_off = (start + b * td.blockColSize) * n + c0
-        s_off = (start // 64 + g + b) * n * 2 + c0 * 2
-        y_off = x_off // 2 if fp4 else x_off
-        for slot in range(2):
-            r0 = slot * half
-            if r0 < rows:
-                _column_blocks(x_gm, x_off, n, r0, min(rows, r0 + half), cols, y_gm, y_off, y_row, s_gm, s_off, slot,
-                               scr, scr16, recips, p, r32, np.float32(0.0))
-            else:
-                for j in range(cols):
-                    s_gm[s_off + 2 * j + 1] = 0
+        _fused_slab(td, np.int64(t), nch, table, x_gm, y_gm, s_gm, p, r32)
 
 
 def fused_walk_covers(td, block_dim, params):
@@ -946,25 +666,6 @@ def fused_walk_covers(td, block_dim, params):
     cols_end = (td.blockRowCount - 1) * td.blockRowSize + td.blockRowTailSize
     return (params[P_FAITHFUL] == 0 and td.blockRowCount > 0 and cols_end == td.rowSize
             and 0 < td.blockRowTailSize <= td.blockRowSize and block_dim >= td.usedCoreNum)
-
-
-@njit(**_FN)
-def _tile_table(used, block_dim, group_index, group_num, block_col_size, block_row_count):
-    counts = np.zeros(block_dim, np.int64)
-    for core in range(min(block_dim, used)):
-        counts[core] = grouped_core_tiles(used, core, group_index, group_num, block_col_size, block_row_count,
-                                          np.empty((0, 4), np.int64))
-    out = np.empty((counts.sum(), 6), np.int64)
-    k = 0
-    for core in range(min(block_dim, used)):
-        t = np.empty((counts[core], 4), np.int64)
-        grouped_core_tiles(used, core, group_index, group_num, block_col_size, block_row_count, t)
-        for i in range(counts[core]):
-            out[k, 0] = core
-            out[k, 1] = i
-            out[k, 2:] = t[i]
-            k += 1
-    return out
 
 
 def grouped_tile_table(td, group_index, block_dim):
@@ -1049,12 +750,14 @@ def run_grouped(x_bits, group_index, y, mxscale, tr, params, r32, *, shape, vali
 
     fused = fused_walk_covers(td, tr.block_dim, params)
 
+    dev = device_for(params)
+
     def grouped_dynamic_mx_quant(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm):
         if fused:
-            grouped_fused_kernel(tdn, x_gm, gi_gm, y_gm, s_gm, params, np.float32(r32))
+            dev.grouped_fused_kernel(tdn, x_gm, gi_gm, y_gm, s_gm, params, np.float32(r32))
         else:
-            grouped_dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm, params,
-                                            np.float32(r32))
+            dev.grouped_dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm, params,
+                                                np.float32(r32))
 
     report = launch(grouped_dynamic_mx_quant, tr.block_dim, td, x_bits, group_index, y, mxscale,
                     ub_size=tr.ub_size, access=access, validate=validate)
@@ -1102,8 +805,8 @@ def _check_grouped_tiling(td, m, n, ub_size, group_index, validate):
 # DynamicMxQuant
 # ---------------------------------------------------------------------------------------------------------------
 
-@njit(**_INL)
-def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, todo, p, r32, mlb32):
+@njit(**_FN)
+def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, scr, scr16, recips, todo, p, r32, mlb32):
     """One unit of the decomposition: (pre index, chunk of block pairs, chunk of post-axis columns).
 
     x_gm holds uint16 words (FP32 elements are two words); every index below counts elements."""
@@ -1117,18 +820,18 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, todo, p,
     q1 = min(q0 + td.pairChunk, td.pairNum)
     c0 = pc * td.postChunk
     ncols = min(td.postChunk, post - c0)
-    faithful = p[P_FAITHFUL] != 0
     tail = post == 1
-    # one unit's UB: x rows (32-byte pitch), y rows (32-byte pitch), scale bytes
-    rows_ub = 2 * bs if not tail else 1
-    cols_ub = ncols if not tail else 2 * bs * td.pairChunk
-    pitch = ((cols_ub * 2 * xw + 31) // 32) * 32 // (2 * xw) if faithful else 0
-    ypitch = (((cols_ub // 2 if fp4 else cols_ub) + 31) // 32) * 32 if faithful else 0
-    y_at = rows_ub * pitch * 2 * xw
-    s_at = y_at + rows_ub * ypitch
-    ub_x = ub_view(ub, 0, np.uint16, rows_ub * pitch * xw)
-    ub_y = ub_view(ub, y_at, np.uint8, rows_ub * ypitch)
-    ub_s = ub_view(ub, s_at, np.uint8, (2 * cols_ub if not tail else 2 * td.pairChunk) if faithful else 0)
+    if FAITHFUL:
+        # one unit's UB: x rows (32-byte pitch), y rows (32-byte pitch), scale bytes
+        rows_ub = 2 * bs if not tail else 1
+        cols_ub = ncols if not tail else 2 * bs * td.pairChunk
+        pitch = ((cols_ub * 2 * xw + 31) // 32) * 32 // (2 * xw)
+        ypitch = (((cols_ub // 2 if FP4 else cols_ub) + 31) // 32) * 32
+        y_at = rows_ub * pitch * 2 * xw
+        s_at = y_at + rows_ub * ypitch
+        ub_x = ub_view(ub, 0, np.uint16, rows_ub * pitch * xw)
+        ub_y = ub_view(ub, y_at, np.uint8, rows_ub * ypitch)
+        ub_s = ub_view(ub, s_at, np.uint8, 2 * cols_ub if not tail else 2 * td.pairChunk)
     if tail:
         # the blocks of pairs q0 .. q1 - 1 along one row; their scales [pre, q, 2] are contiguous
         e0 = q0 * 2 * bs
@@ -1136,17 +839,17 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, todo, p,
         nblk = (nel + bs - 1) // bs
         x0 = pre * d + e0
         s0 = (pre * td.pairNum + q0) * 2
-        if faithful:
+        if FAITHFUL:
             _copy_in(ub_x, x_gm[x0 * xw:], _1, nel * 2 * xw, _0)
-            xs, xb, ys, yb, ss, sb = ub_x, 0, ub_y, 0, ub_s, 0
+            xs, xb, ys, yb, ss, sb = ub_x, _0, ub_y, _0, ub_s, _0
         else:
-            xs, xb, ys, yb, ss, sb = x_gm, x0, y_gm, (x0 // 2 if fp4 else x0), s_gm, s0
+            xs, xb, ys, yb, ss, sb = x_gm, x0, y_gm, (x0 // 2 if FP4 else x0), s_gm, s0
         # an odd block count leaves the pair's second slot: the pad written by _row_blocks
         _row_blocks(xs, xb, nblk, bs, nel - (nblk - 1) * bs, 2 * (q1 - q0) - nblk, ys, yb, ss, sb, scr, recips,
                     todo, p, r32, mlb32)
-        if faithful:
-            _copy_out(y_gm[(x0 // 2 if fp4 else x0):], ub_y, _1, nel // 2 if fp4 else nel, _0)
-            _copy_out(s_gm[s0:], ub_s, _1, 2 * (q1 - q0), _0)
+        if FAITHFUL:
+            _copy_out(y_gm[(x0 // 2 if FP4 else x0):], ys, _1, nel // 2 if FP4 else nel, _0)
+            _copy_out(s_gm[s0:], ss, _1, 2 * (q1 - q0), _0)
         return
     # another axis: column blocks of rows along the axis, one scale per column; the pair of a column sits in
     # adjacent scale bytes (the "interleave every two rows" layout)
@@ -1155,13 +858,13 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, todo, p,
         rows = min(r0 + 2 * bs, d) - r0
         x0 = (pre * d + r0) * post + c0
         s0 = ((pre * td.pairNum + q) * post + c0) * 2
-        yw = ncols // 2 if fp4 else ncols
-        yrow = post // 2 if fp4 else post
-        if faithful:
+        yw = ncols // 2 if FP4 else ncols
+        yrow = post // 2 if FP4 else post
+        if FAITHFUL:
             _copy_in(ub_x, x_gm[x0 * xw:], rows, ncols * 2 * xw, (post - ncols) * 2 * xw)
-            xs, xb, xp, ys, yb, yp, ss, sb = ub_x, 0, pitch, ub_y, 0, ypitch, ub_s, 0
+            xs, xb, xp, ys, yb, yp, ss, sb = ub_x, _0, pitch, ub_y, _0, ypitch, ub_s, _0
         else:
-            xs, xb, xp, ys, yb, yp, ss, sb = x_gm, x0, post, y_gm, (x0 // 2 if fp4 else x0), yrow, s_gm, s0
+            xs, xb, xp, ys, yb, yp, ss, sb = x_gm, x0, post, y_gm, (x0 // 2 if FP4 else x0), yrow, s_gm, s0
         for slot in range(2):
             if slot * bs < rows:
                 _column_blocks(xs, xb, xp, slot * bs, min(rows, slot * bs + bs), ncols, ys, yb, yp, ss, sb, slot, scr,
@@ -1169,33 +872,33 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, todo, p,
             else:
                 for j in range(ncols):
                     ss[sb + 2 * j + 1] = 0
-        if faithful:
-            _copy_out(y_gm[(x0 // 2 if fp4 else x0):], ub_y, rows, yw, yrow - yw)
-            _copy_out(s_gm[s0:], ub_s, _1, 2 * ncols, _0)
+        if FAITHFUL:
+            _copy_out(y_gm[(x0 // 2 if FP4 else x0):], ys, rows, yw, yrow - yw)
+            _copy_out(s_gm[s0:], ss, _1, 2 * ncols, _0)
 
 
 @njit(**_FN)
 def _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32):
     """Everything one core does: its contiguous range of units, in order."""
-    fp4 = p[P_DST] >= D_E2M1
     first = core * td.unitsPerCore + min(core, td.bigCoreNum)
     count = td.unitsPerCore + (1 if core < td.bigCoreNum else 0)
-    ub = np.empty(ub_size if p[P_FAITHFUL] != 0 else 0, np.uint8)
+    ub = np.empty(ub_size if FAITHFUL else 0, np.uint8)
     width = max(td.postChunk, 2 * td.pairChunk)
     scr = np.empty(width, np.int64)
     scr16 = np.empty(width, np.uint16)
     recips = np.empty(width, np.float32)
-    # runs along the last axis: one byte per block of a unit's run for the fused convert
-    todo = np.empty(2 * td.pairChunk if td.postAxisSize == 1 and _fast_convert(p) else 0, np.int8)
+    # runs along the last axis: one byte per block of a unit's run for M_FAST's _convert_run
+    todo = np.empty(2 * td.pairChunk if td.postAxisSize == 1 and FAST else 0, np.int8)
     for u in range(first, first + count):
-        _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, fp4, scr, scr16, recips, todo, p, r32, mlb32)
+        _dynamic_unit(x_gm, y_gm, s_gm, ub, td, np.int64(u), scr, scr16, recips, todo, p, r32, mlb32)
 
 
 @njit(parallel=PARALLEL, **_FN)
 def dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32):
     """One prange iteration per core."""
     for core in prange(block_dim):
-        _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32)
+        # int64: see grouped_dynamic_mx_quant_kernel
+        _dynamic_core(np.int64(core), td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32)
 
 
 def dynamic_access(td, fp4, x_dtype):
@@ -1250,8 +953,10 @@ def run_dynamic(x_bits, y, mxscale, tr, params, r32, mlb32, x_dtype, *, validate
                          f"pairChunk={td.pairChunk}: units off the tail axis hold one block pair (pairChunk 1)")
     access = dynamic_access(td, fp4, x_dtype) if validate else None
 
+    dev = device_for(params)
+
     def dynamic_mx_quant(block_dim, tdn, ub_size, x_gm, y_gm, s_gm):
-        dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, y_gm, s_gm, params, np.float32(r32),
+        dev.dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, y_gm, s_gm, params, np.float32(r32),
                                 np.float32(mlb32))
 
     report = launch(dynamic_mx_quant, tr.block_dim, td, x_bits, y, mxscale, ub_size=tr.ub_size, access=access,

@@ -33,29 +33,49 @@ RECIPS_F32 = (RECIPS.astype(np.uint32) << 16).view(np.float32)
 DSTS = (K.D_E4M3, K.D_E5M2, K.D_E2M1, K.D_E1M2)
 
 
-@njit(cache=True, error_model="numpy")
+def _fast(dst):
+    """The kernel module specialised for ``dst`` on the vectorised path (kernel.device)."""
+    return K.device(dst, K.M_FAST)
+
+
+def _enc_one(dst):
+    """The per-element transliteration for ``dst`` (the path ``faithful=True`` takes)."""
+    return K.device(dst, K.M_ELEMENT)._enc_one
+
+
+_REFERENCES = {}
+
+
 def _reference(xs, recips, rrs, rcs, rows, cols, dst, bf16_mul, ys):
-    """_convert's faithful branch for BF16 input, RINT, no switches (low nibble first)."""
-    fp4 = dst >= K.D_E2M1
-    for r in range(rows):
-        for j in range(cols):
-            c = K._enc_one(np.int64(xs[r * cols + j]), K.X_BF16, recips[r * rrs + j * rcs], dst, CAST_RINT, False,
-                           bf16_mul, True)
-            if fp4:
-                k = (r * cols + j) // 2
-                ys[k] = c if j % 2 == 0 else ys[k] | (c << 4)
-            else:
-                ys[r * cols + j] = c
+    """_convert's per-element branch for BF16 input, RINT, no switches (low nibble first)."""
+    if dst not in _REFERENCES:
+        enc = _enc_one(dst)
+        fp4 = dst >= K.D_E2M1
+
+        @njit(error_model="numpy")
+        def ref(xs, recips, rrs, rcs, rows, cols, bf16_mul, ys):
+            for r in range(rows):
+                for j in range(cols):
+                    c = enc(np.int64(xs[r * cols + j]), K.X_BF16, recips[r * rrs + j * rcs], CAST_RINT, False,
+                            bf16_mul, True)
+                    if fp4:
+                        k = (r * cols + j) // 2
+                        ys[k] = c if j % 2 == 0 else ys[k] | (c << 4)
+                    else:
+                        ys[r * cols + j] = c
+
+        _REFERENCES[dst] = ref
+    _REFERENCES[dst](xs, recips, rrs, rcs, rows, cols, bf16_mul, ys)
 
 
 def _run(xs, nblk, bs, last, recips, ys, todo, dst):
     """kernel._convert_run from xs[0] to ys[0] with the reciprocals given (not fused with the scales)."""
-    K._convert_run(xs, 0, nblk, bs, last, recips, ys, 0, todo, dst, False, np.empty(0, np.uint8), 0, 0, False)
+    _fast(dst)._convert_run(xs, 0, nblk, bs, last, recips, ys, 0, todo, False, np.empty(0, np.uint8), 0, 0, False)
 
 
 def _pow2_recips(dst):
     """The reciprocals of RECIPS_F32 that rint_code_bf16_pow2 takes for ``dst`` (the 16-bit loops)."""
-    take = np.array([K._pow2_shifts(np.array([r], np.float32), 1, dst, np.empty(1, np.int16)) == 0
+    take = np.array([_fast(dst)._pow2_shifts(np.array([r], np.float32), 1, np.empty(1, np.int16)) == 0
                      for r in RECIPS_F32])
     return RECIPS_F32[take]
 
@@ -77,8 +97,8 @@ def _sweep(dst, bf16_mul, per_col, offsets, recip_set=RECIPS_F32):
         recips = recip_set[(k + np.arange(lanes)) % recip_set.size]
         rrs, rcs = (0, 1) if per_col else (1, 0)
         _reference(xs, recips, rrs, rcs, rows, cols, dst, bf16_mul, ref)
-        calls = {"_convert_fast": lambda: K._convert_fast(xs, 0, cols, 0, rows, cols, recips, rrs, rcs, fast, 0,
-                                                          ystride, dst)}
+        calls = {"_convert_fast": lambda: _fast(dst)._convert_fast(xs, 0, cols, 0, rows, cols, recips, rrs, rcs, fast,
+                                                                  0, ystride)}
         if not per_col:
             calls["_convert_run"] = lambda: _run(xs, rows, cols, cols, recips, fast, todo, dst)
         for name, call in calls.items():
@@ -107,7 +127,7 @@ def test_16_bit_loops_equal_faithful(dst, bf16_mul, per_col):
     its calls convert again through the FP32 loops)."""
     pow2 = _pow2_recips(dst)
     e_hi = 252 + {K.D_E4M3: -6 - 3, K.D_E5M2: -14 - 2, K.D_E2M1: 0 - 1, K.D_E1M2: 0 - 2}[dst]
-    assert pow2.size == e_hi and K._pow2_shifts(pow2, pow2.size, dst, np.empty(pow2.size, np.int16)) == 0
+    assert pow2.size == e_hi and _fast(dst)._pow2_shifts(pow2, pow2.size, np.empty(pow2.size, np.int16)) == 0
     # each pattern meets 5 of them and every one meets 256 x 5 patterns of all exponents; every pattern against
     # every shift is tests/dtypes/test_pow2_codes.py (the codec alone)
     _sweep(dst, bf16_mul, per_col, [0, 37, 101, 150, 200], pow2)
@@ -120,7 +140,7 @@ def test_fp32_column_loops_equal_faithful(dst, bf16_mul):
     the FP32 loops): every pattern against every one of those reciprocals."""
     others = np.setdiff1d(RECIPS_F32.view(np.uint32), _pow2_recips(dst).view(np.uint32)).view(np.float32)
     assert others.size == RECIPS_F32.size - _pow2_recips(dst).size
-    assert K._pow2_shifts(others, others.size, dst, np.empty(others.size, np.int16)) == others.size
+    assert _fast(dst)._pow2_shifts(others, others.size, np.empty(others.size, np.int16)) == others.size
     _sweep(dst, bf16_mul, True, range(others.size), others)
 
 
@@ -140,7 +160,7 @@ def test_column_rows_with_a_short_tail(dst, cols):
     got = np.full(ybytes + 1, 0xEE, np.uint8)
     ref = np.empty(ybytes, np.uint8)
     _reference(xs, recips, 0, 1, rows, cols, dst, False, ref)
-    K._convert_fast(xs, 0, cols, 0, rows, cols, recips, 0, 1, got, 0, cols // 2 if fp4 else cols, dst)
+    _fast(dst)._convert_fast(xs, 0, cols, 0, rows, cols, recips, 0, 1, got, 0, cols // 2 if fp4 else cols)
     assert np.array_equal(got[:-1], ref) and got[-1] == 0xEE
 
 
@@ -167,7 +187,8 @@ def test_run_blocks_take_every_pass(dst, bs, last):
     got = np.full(nel // 2 + 1 if fp4 else nel + 1, 0xEE, np.uint8)
     todo = np.full(nblk, 7, np.int8)
     _run(xs, nblk, bs, last, recips, got, todo, dst)
-    codes = np.array([K._enc_one(np.int64(xs[i]), K.X_BF16, recips[i // bs], dst, CAST_RINT, False, True, True)
+    enc = _enc_one(dst)
+    codes = np.array([enc(np.int64(xs[i]), K.X_BF16, recips[i // bs], CAST_RINT, False, True, True)
                       for i in range(nel)], np.uint8)
     want = codes[0::2] | (codes[1::2] << 4) if fp4 else codes
     assert np.array_equal(got[:-1], want) and got[-1] == 0xEE
@@ -190,7 +211,8 @@ def test_run_short_last_block_rejected(dst, last):
     got = np.full(nel // 2 + 1 if fp4 else nel + 1, 0xEE, np.uint8)
     todo = np.full(2, 7, np.int8)
     _run(xs, 2, bs, last, recips, got, todo, dst)
-    codes = np.array([K._enc_one(np.int64(xs[i]), K.X_BF16, recips[i // bs], dst, CAST_RINT, False, True, True)
+    enc = _enc_one(dst)
+    codes = np.array([enc(np.int64(xs[i]), K.X_BF16, recips[i // bs], CAST_RINT, False, True, True)
                       for i in range(nel)], np.uint8)
     want = codes[0::2] | (codes[1::2] << 4) if fp4 else codes
     assert list(todo) == [0, 2], list(todo)
@@ -233,7 +255,7 @@ def test_fused_run_equals_scales_then_run(dst, bs, last, legacy):
     r = np.full(nblk, np.nan, np.float32)
     y = np.full_like(ref_y, 0xEE)
     t = np.full(nblk, 7, np.int8)
-    K._convert_run(xs, 0, nblk, bs, last, r, y, 0, t, dst, True, ss, 1, em, legacy)
+    _fast(dst)._convert_run(xs, 0, nblk, bs, last, r, y, 0, t, True, ss, 1, em, legacy)
     assert np.array_equal(ss, ref_ss) and np.array_equal(r.view(np.uint32), ref_r.view(np.uint32))
     assert np.array_equal(y, ref_y) and np.array_equal(t, ref_t)
     assert set(t) >= ({0, 2} if fp4 else {0, 1, 2}), sorted(set(t))       # every pass taken
@@ -250,22 +272,24 @@ def test_fast_equals_faithful_exhaustive(dst, bf16_mul, per_col):
 
 @pytest.mark.slow
 def test_fast_loops_vectorise():
-    """The fast row loops vectorise: a fresh, uncached compile (numba cannot show the IR of cached code) has one LLVM
+    """The fast row loops vectorise: a fresh, uncached compile (numba cannot show the IR of cached code) has an LLVM
     vector.body per specialised FP32 loop (4 formats x 2 block shapes), the 16-bit column rows work on the
     32-lane vectors of npu_emu.dtypes.vector, and the run pass on 16-bit vectors."""
     xs = np.arange(1 << 12, dtype=np.uint16)
     ys = np.empty(xs.size, np.uint8)
-    fresh = njit(error_model="numpy")(K._fp32_rows.py_func)
-    fresh(xs, 0, 128, 0, 32, 128, np.ones(128, np.float32), 0, 1, ys, 0, 128, K.D_E4M3)
-    ir = fresh.inspect_llvm(fresh.signatures[0])
-    # LLVM numbers the blocks after the first: vector.body, vector.body12, ...
-    assert len(re.findall(r"^vector\.body\d*:", ir, re.M)) >= 8
-    fresh = njit(error_model="numpy")(K._pow2_rows.py_func)
-    fresh(xs, 0, 128, 0, 32, 128, np.zeros(128, np.int16), ys, 0, 128, K.D_E4M3)
+    vector_bodies = 0
+    for dst in DSTS:
+        fresh = njit(error_model="numpy")(_fast(dst)._fp32_rows.py_func)
+        fresh(xs, 0, 128, 0, 32, 128, np.ones(128, np.float32), 0, 1, ys, 0, 128)
+        # LLVM numbers the blocks after the first: vector.body, vector.body12, ...
+        vector_bodies += len(re.findall(r"^vector\.body\d*:", fresh.inspect_llvm(fresh.signatures[0]), re.M))
+    assert vector_bodies >= 8
+    fresh = njit(error_model="numpy")(_fast(K.D_E4M3)._pow2_rows.py_func)
+    fresh(xs, 0, 128, 0, 32, 128, np.zeros(128, np.int16), ys, 0, 128)
     assert "<32 x i16>" in fresh.inspect_llvm(fresh.signatures[0])
-    # the run pass, per format (its constant folds the format choice): the vector forms' AVX2 (or AVX-512) registers
-    # in the machine code; a scalar pass would hold a handful
-    for dst in (K.D_E4M3, K.D_E5M2, K.D_E2M1, K.D_E1M2):
+    # the run pass, per format (the format is a constant of each kernel copy): the vector forms' AVX2 (or AVX-512)
+    # registers in the machine code; a scalar pass would hold a handful
+    for dst in DSTS:
         fresh = _run_blocks_one_format(dst)
         fresh(xs, 0, 128, 32, 32, np.full(128, 32.0, np.float32), ys, 0, np.empty(128, np.int8))
         asm = fresh.inspect_asm(fresh.signatures[0])
@@ -273,9 +297,11 @@ def test_fast_loops_vectorise():
 
 
 def _run_blocks_one_format(dst):
-    """A fresh compile of the run pass for one format (dst a compile-time constant, as in _run_pass's branches)."""
+    """A fresh compile of the run pass for one format."""
+    run_blocks = _fast(dst)._run_blocks
+
     def one(xs, xb, nblk, bs, last, recips, ys, yb, todo):
-        K._run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, dst, False, ys, 0, 0, False)
+        run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, False, ys, 0, 0, False)
     return njit(error_model="numpy")(one)
 
 

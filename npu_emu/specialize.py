@@ -1,0 +1,86 @@
+"""Compile only what a call needs: one copy of a kernel module per specialisation, with its switches as constants.
+
+numba compiles every branch it types, so a kernel that chooses its output format or its path (fused or the
+UB-staged transliteration) at run time compiles the loops of every format and path on its first call, whichever
+one the call takes. numba does prune a branch whose condition compares module-level constants (its dead-branch
+pass runs before type inference), so a kernel module written with ``if DST == D_E4M3:`` compiles one format when
+``DST`` is a constant. :func:`load` executes the module's source once per specialisation as a module of its own,
+with the switches as its globals:
+
+    dev = load("npu_emu.kernels.mx_quant.kernel", DST=0, MODE=1)     # the E4M3 fused kernels only
+    dev.dynamic_mx_quant_kernel(...)
+
+In that source the switches are read with :func:`const` at the top (``DST = const("DST", None)``); a plain import
+gives the defaults, under which nothing depending on a switch may be compiled. The module's njit functions are
+decorated with this module's :func:`njit`, which tags their ``__qualname__`` with the specialisation, so each copy
+of a function gets numba cache files of its own (numba names a cache file after the source file, the qualified
+name and the line; the index key holds only the bytecode, identical in every copy, so untagged copies would share
+one index and could load each other's machine code). Cache freshness is still the source file's hash.
+"""
+
+import importlib.util
+import sys
+import threading
+import types
+
+_state = threading.local()
+_lock = threading.RLock()
+
+
+def const(name, default=None):
+    """The value of switch ``name`` in the module :func:`load` is executing, or ``default`` in a plain import."""
+    consts = getattr(_state, "consts", None)
+    if consts is None:
+        return default
+    return consts[name]
+
+
+def tag_of(consts):
+    return ",".join(f"{k}={v}" for k, v in sorted(consts.items()))
+
+
+def njit(*args, **options):
+    """numba.njit, with the specialisation's tag in the function's qualified name (see the module docstring)."""
+    import numba
+
+    def deco(fn):
+        tag = fn.__globals__.get("__spec_tag__")
+        if tag:
+            fn.__qualname__ = f"{fn.__qualname__}[{tag}]"
+        return numba.njit(**options)(fn)
+
+    if args and callable(args[0]) and not options:
+        return deco(args[0])
+    if args:
+        raise TypeError("npu_emu.specialize.njit takes keyword options only")
+    return deco
+
+
+def load(modname, **consts):
+    """The copy of module ``modname`` whose switches have the values ``consts`` (executed once per process)."""
+    tag = tag_of(consts)
+    name = f"{modname}[{tag}]"
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return mod
+    with _lock:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            return mod
+        spec = importlib.util.find_spec(modname)
+        source = spec.loader.get_source(modname)
+        mod = types.ModuleType(name, f"{modname} specialised for {tag}")
+        mod.__file__ = spec.origin
+        mod.__package__ = modname.rpartition(".")[0]
+        mod.__spec_tag__ = tag
+        # numba rebuilds a cached function's environment by importing its module's name: the copy must be findable
+        sys.modules[name] = mod
+        _state.consts = dict(consts)
+        try:
+            exec(compile(source, spec.origin, "exec"), mod.__dict__)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        finally:
+            _state.consts = None
+    return mod
