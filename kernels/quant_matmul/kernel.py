@@ -19,7 +19,7 @@ round_to_integral); ``cfg`` carries the plan's switches (the device's template p
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from npu_emu.ascendc.constants import DT_AUTO
 from npu_emu.ascendc.mmad import Mmad
@@ -27,6 +27,7 @@ from npu_emu.dtypes import scalar
 from npu_emu.jit_options import PARALLEL
 from npu_emu.kernels.quant_matmul.tiling import block_coords
 from npu_emu.launch import ub_view
+from npu_emu.specialize import const, load, njit
 from npu_emu.validate import AccessPattern
 
 OUT_F16, OUT_BF16, OUT_F32, OUT_INT8, OUT_INT32 = 0, 1, 2, 3, 4
@@ -35,6 +36,14 @@ OUT_ITEMSIZE = {OUT_F16: 2, OUT_BF16: 2, OUT_F32: 4, OUT_INT8: 1, OUT_INT32: 4}
 
 # cfg layout of qbmm_epilogue_kernel
 CFG_OUT, CFG_RMODE, CFG_SAT, CFG_BIAS_ROWS, CFG_ACC_INT, CFG_LEN = 0, 1, 2, 3, 4, 5
+
+# The epilogue is specialised, as the device's is a template: each copy of this module (npu_emu.specialize) has the
+# output type, the accumulator type and whether the output cast is the plain RINT one as constants, so a call
+# compiles the chain of its own output type only. In a plain import they are None and the epilogue is only called
+# through qbmm_epilogue_kernel below, which picks the copy.
+OUT = const("OUT")                # OUT_* code
+ACC_INT = const("ACC_INT")        # the accumulator is int32 (else fp32)
+RINT = const("RINT")              # the output cast rounds with CAST_RINT and does not saturate
 
 
 @njit(inline="always", cache=True, error_model="numpy")
@@ -90,13 +99,12 @@ def _requant_int8(v, off, rmode):
 def _dequant_row(acc_i32, acc_f32, src, bias_i, bias_f, boff, s2, col0, sc1, use_s1, off9, cfg, work, out_u16,
                  out_f32, out_i32, out_i8, u0, cnt):
     """The epilogue's vector instructions over one UB row of ``cnt`` elements (each loop one instruction)."""
-    out_code = cfg[CFG_OUT]
     rmode = cfg[CFG_RMODE]
     sat = cfg[CFG_SAT] != 0
     w = work[u0:u0 + cnt]
     # CopyIn (+ the int32 bias, the L0C start value) and Cast int32 -> fp32 with CAST_RINT
-    if cfg[CFG_ACC_INT] != 0:
-        if out_code == OUT_INT32:
+    if ACC_INT:
+        if OUT == OUT_INT32:
             o = out_i32[u0:u0 + cnt]
             if bias_i.size > 0:
                 for j in range(cnt):
@@ -129,24 +137,23 @@ def _dequant_row(acc_i32, acc_f32, src, bias_i, bias_f, boff, s2, col0, sc1, use
         for j in range(cnt):
             w[j] = w[j] + bias_f[boff + j]
     # Cast to the output type (the common RINT, non-saturating case with constant arguments: it vectorises)
-    fast = rmode == scalar.CAST_RINT and not sat
-    if out_code == OUT_F16:
+    if OUT == OUT_F16:
         o16 = out_u16[u0:u0 + cnt]
-        if fast:
+        if RINT:
             for j in range(cnt):
                 o16[j] = scalar.f32_to_f16(w[j], scalar.CAST_RINT, False)
         else:
             for j in range(cnt):
                 o16[j] = scalar.f32_to_f16(w[j], rmode, sat)
-    elif out_code == OUT_BF16:
+    elif OUT == OUT_BF16:
         o16 = out_u16[u0:u0 + cnt]
-        if fast:
+        if RINT:
             for j in range(cnt):
                 o16[j] = scalar.f32_to_bf16(w[j], scalar.CAST_RINT, False)
         else:
             for j in range(cnt):
                 o16[j] = scalar.f32_to_bf16(w[j], rmode, sat)
-    elif out_code == OUT_F32:
+    elif OUT == OUT_F32:
         out_f32[u0:u0 + cnt] = w
     else:
         n_off = off9.size
@@ -155,13 +162,15 @@ def _dequant_row(acc_i32, acc_f32, src, bias_i, bias_f, boff, s2, col0, sc1, use
             out_i8[u0 + j] = _requant_int8(w[j], off, rmode)
 
 
+# bytes per output element of this copy
+OSIZE = None if OUT is None else (4 if OUT in (OUT_F32, OUT_INT32) else (2 if OUT <= OUT_BF16 else 1))
+
+
 @njit(cache=True, error_model="numpy")
 def _epilogue_block(blk, m, n, ub_m, ub_n, acc_i32, acc_f32, s2, s1, bias_i, bias_f, off9, cfg, y8, ub):
     """One base block: its UB tiles of ub_m x ub_n, CopyIn -> dequant chain -> Cast -> CopyOut."""
     b, r0, rows, c0, cols = blk
-    out_code = cfg[CFG_OUT]
     brow = b if cfg[CFG_BIAS_ROWS] > 1 else 0
-    osize = 4 if out_code == OUT_F32 or out_code == OUT_INT32 else (2 if out_code <= OUT_BF16 else 1)
     work = ub_view(ub, 0, np.float32, ub_m * ub_n)                # the fp32 tile the vector ops run on
     ob = 4 * ub_m * ub_n
     out_ub = ub_view(ub, ob, np.uint8, 4 * ub_m * ub_n)           # the cast result, as bytes
@@ -170,8 +179,8 @@ def _epilogue_block(blk, m, n, ub_m, ub_n, acc_i32, acc_f32, s2, s1, bias_i, bia
     out_i32 = ub_view(ub, ob, np.int32, ub_m * ub_n)
     out_i8 = ub_view(ub, ob, np.int8, ub_m * ub_n)
     n_s1 = s1.size
-    y16 = y8.view(np.uint16) if osize == 2 else y8[:0].view(np.uint16)
-    y32 = y8.view(np.int32) if osize == 4 else y8[:0].view(np.int32)
+    y16 = y8.view(np.uint16) if OSIZE == 2 else y8[:0].view(np.uint16)
+    y32 = y8.view(np.int32) if OSIZE == 4 else y8[:0].view(np.int32)
     for t0 in range(0, rows, ub_m):
         t_rows = min(ub_m, rows - t0)
         for c_0 in range(0, cols, ub_n):
@@ -185,10 +194,10 @@ def _epilogue_block(blk, m, n, ub_m, ub_n, acc_i32, acc_f32, s2, s1, bias_i, bia
             for i in range(t_rows):                            # CopyOut (typed, element size osize)
                 dst = (b * m + r0 + t0 + i) * n + col0
                 u0 = i * ub_n
-                if osize == 2:
+                if OSIZE == 2:
                     for j in range(t_cols):
                         y16[dst + j] = out_u16[u0 + j]
-                elif osize == 4:
+                elif OSIZE == 4:
                     for j in range(t_cols):
                         y32[dst + j] = out_i32[u0 + j]
                 else:
@@ -196,15 +205,23 @@ def _epilogue_block(blk, m, n, ub_m, ub_n, acc_i32, acc_f32, s2, s1, bias_i, bia
                         y8[dst + j] = out_ub[u0 + j]
 
 
-@njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def qbmm_epilogue_kernel(block_dim, td, ub_size, acc_i32, acc_f32, s2, s1, bias_i, bias_f, off9, cfg, y8):
-    """Dequantise the L0C results block by block.
+    """Dequantise the L0C results block by block (the kernel of the module copy for cfg's output type, accumulator
+    and cast: see OUT, ACC_INT, RINT).
 
     acc_i32 / acc_f32: the L0C values of every block in the GM workspace (one of them is empty), flat (B, M, N).
     s2 (x2 scale, N or 1 entries, already FP19 where the path truncates), s1 (x1 scale, M or 1), bias_i (int32,
     added to the int32 L0C value), bias_f (float32, added after the scales), off9 (int9 offset for int8 out):
     each may be empty. cfg: see CFG_*. y8: the output bytes.
     """
+    dev = load(__name__.split("[")[0], OUT=int(cfg[CFG_OUT]), ACC_INT=int(cfg[CFG_ACC_INT] != 0),
+               RINT=int(cfg[CFG_RMODE] == scalar.CAST_RINT and cfg[CFG_SAT] == 0))
+    dev.epilogue_kernel(block_dim, td, ub_size, acc_i32, acc_f32, s2, s1, bias_i, bias_f, off9, cfg, y8)
+
+
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
+def epilogue_kernel(block_dim, td, ub_size, acc_i32, acc_f32, s2, s1, bias_i, bias_f, off9, cfg, y8):
+    """qbmm_epilogue_kernel's njit body, in the copy for one output type."""
     m = td.matmulTiling.M
     n = td.matmulTiling.N
     geo, total = _walk(td)

@@ -1,0 +1,118 @@
+"""A call compiles what it needs and nothing else (issue: time to first result).
+
+Each case runs one public call in a fresh interpreter and lists which specialised copies of a kernel module
+(npu_emu.specialize) the call loaded and, with an empty numba cache (``cold``), the numba dispatchers of npu_emu
+that hold a compiled signature afterwards (a call that loads its kernel from the cache only touches the kernel's
+own dispatcher: its callees are linked into the cached code). A copy is loaded for one output format
+and path, and numba prunes the branches of the others in it before typing them; so "only the E4M3 copy was loaded"
+means no E5M2/FP4 loop was compiled, and "the per-element transliteration holds no signature" means the fused call
+did not compile the faithful path.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PROBE = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import ml_dtypes
+    from numba.core.registry import CPUDispatcher
+    import npu_emu.ops as ops
+
+    exec(sys.argv[1])
+    compiled = []
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("npu_emu"):
+            continue
+        for attr, obj in list(vars(mod).items()):
+            if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == name and obj.signatures:
+                compiled.append(name + ":" + attr)
+    copies = sorted(n for n in sys.modules if n.startswith("npu_emu") and "[" in n)
+    print(json.dumps({"compiled": sorted(compiled), "copies": copies}))
+""")
+
+MX = "npu_emu.kernels.mx_quant.kernel"
+QMM = "npu_emu.kernels.quant_matmul.kernel"
+
+
+def probe(call, cold_cache=None):
+    env = dict(os.environ)
+    if cold_cache is not None:
+        env["NUMBA_CACHE_DIR"] = str(cold_cache)
+    out = subprocess.run([sys.executable, "-c", PROBE, textwrap.dedent(call)], capture_output=True, text=True,
+                         env=env, cwd=os.path.dirname(__file__), timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    return set(res["compiled"]), res["copies"]
+
+
+def in_copy(compiled, copy):
+    return {c.split(":")[1] for c in compiled if c.startswith(copy + ":")}
+
+
+BF16_X = "x = np.random.default_rng(0).standard_normal((64, 256)).astype(ml_dtypes.bfloat16)\n"
+
+
+def test_mx_e4m3_fused_call_compiles_one_format_and_one_path(tmp_path):
+    compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant(x, axis=-1, dst_type=24)", tmp_path)
+    copy = f"{MX}[DST=0,MODE=0]"
+    assert copies == [copy]                                   # no E5M2 / FP4 copy, no per-element or faithful one
+    mine = in_copy(compiled, copy)
+    assert {"dynamic_mx_quant_kernel", "_convert_run"} <= mine
+    # the per-element transliteration and the grouped op's kernels are not compiled
+    assert not mine & {"_enc_one", "grouped_dynamic_mx_quant_kernel", "grouped_fused_kernel"}
+    # nor the UB-staged copies of the plain module's DataCopyPad helpers
+    assert not {f"{MX[:-7]}.common:_copy_in", f"{MX[:-7]}.common:_copy_out"} & compiled
+
+
+def test_mx_faithful_fp4_call_compiles_no_fused_loop(tmp_path):
+    compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant(x, axis=-1, dst_type=296, faithful=True)", tmp_path)
+    copy = f"{MX}[DST=2,MODE=2]"
+    assert copies == [copy]
+    mine = in_copy(compiled, copy)
+    assert {"dynamic_mx_quant_kernel", "_enc_one"} <= mine
+    assert not mine & {"_convert_fast", "_convert_run", "_fp32_rows", "_pow2_rows", "_run_pass"}
+
+
+def test_mx_grouped_call_loads_its_format_only():
+    compiled, copies = probe(
+        BF16_X + "ops.npu_grouped_dynamic_mx_quant(x, np.array([32, 64], np.int32), dst_type=23)")
+    copy = f"{MX}[DST=1,MODE=0]"
+    assert copies == [copy]
+    assert in_copy(compiled, copy) == {"grouped_fused_kernel"}
+
+
+def test_int8_quant_matmul_compiles_one_epilogue_and_no_float_path(tmp_path):
+    compiled, copies = probe("""
+        rng = np.random.default_rng(0)
+        x1 = rng.integers(-128, 128, (16, 64), dtype=np.int8)
+        x2 = rng.integers(-128, 128, (64, 32), dtype=np.int8)
+        ops.npu_quant_matmul(x1, x2, rng.random(32, dtype=np.float32), pertoken_scale=rng.random(16,
+                             dtype=np.float32), output_dtype="bfloat16")
+    """, tmp_path)
+    assert copies == [f"{QMM}[ACC_INT=1,OUT=1,RINT=1]"]      # the bf16 chain only
+    assert {"epilogue_kernel", "_epilogue_block"} <= in_copy(compiled, copies[0])
+    plain = {c.split(":")[1] for c in compiled if c.startswith(QMM + ":")}
+    assert not plain & {"qbmm_perblock_kernel", "qbmm_cube_faithful_kernel"}
+    accum = {c.split(":")[1] for c in compiled if c.startswith("npu_emu.kernels.quant_matmul.accum:")}
+    assert not accum & {"exact_sum_f32", "fast_sum_f32", "_sequential", "_combine"}   # the float matmul paths
+    assert not any(c.startswith(("npu_emu.kernels.quant_matmul.v4_kernel:", "npu_emu.kernels.mx_quant"))
+                   for c in compiled)
+
+
+@pytest.mark.parametrize("out", ["float16", "int8"])
+def test_quant_matmul_output_types_load_their_own_copy(out):
+    compiled, copies = probe(f"""
+        rng = np.random.default_rng(0)
+        x1 = rng.integers(-128, 128, (16, 64), dtype=np.int8)
+        x2 = rng.integers(-128, 128, (64, 32), dtype=np.int8)
+        scale = ops.npu_trans_quant_param(rng.random(32, dtype=np.float32) * 0.01)
+        ops.npu_quant_matmul(x1, x2, scale, output_dtype="{out}")
+    """)
+    code = {"float16": 0, "int8": 3}[out]
+    assert copies == [f"{QMM}[ACC_INT=1,OUT={code},RINT=1]"]
