@@ -131,10 +131,13 @@ from npu_emu.launch import launch, ub_view
 from npu_emu.specialize import const, load, njit
 from npu_emu.validate import MAX_BLOCK_DIM, MAX_TILES, AccessPattern
 
-# Helpers that walk a row or a run, and the element casts inside those loops, keep numba's inlining: each has a few
-# call sites per specialisation, and their format constants and literal lengths must fold before LLVM's vectoriser
-# sees the loop. Everything else is an ordinary call (inlining copies a function's IR into every call site and
-# types it again there, which is where the kernels' first call spent its minutes).
+# numba inlines (inline="always") the helpers that walk a row or a run and the element casts inside those loops
+# (a few call sites each per copy; their format constants and literal lengths must fold before LLVM's vectoriser
+# sees the loop), and the per-core and per-tile/unit functions that have one call site: every function numba
+# compiles on its own is optimised again, with everything it calls, by each function that calls it, so a deep
+# chain of one-call functions costs LLVM time at every level (the DynamicMxQuant E4M3 kernel: 23 -> 19 s cold,
+# measured on a loaded box). Everything else is an ordinary call: inlining copies a function's IR into every call
+# site and types it again there, which is where the kernels' first call used to spend minutes.
 _INL = dict(inline="always", cache=True, error_model="numpy")
 _FN = dict(cache=True, error_model="numpy")
 
@@ -533,7 +536,7 @@ def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, todo, 
 # GroupedDynamicMxQuant
 # ---------------------------------------------------------------------------------------------------------------
 
-@njit(**_FN)
+@njit(**_INL)
 def _grouped_tile(x_gm, y_gm, s_gm, ub, td, g, start, size, blk, scr, scr16, recips, p, r32):
     """ProcessOneLoop + CopyIn / Compute (ComputeAll) / CopyOut of one 64 x 128 tile."""
     n = td.rowSize
@@ -576,7 +579,7 @@ def _grouped_tile(x_gm, y_gm, s_gm, ub, td, g, start, size, blk, scr, scr16, rec
         _copy_out(s_gm[s_off:], ss, _1, cols * 2, _0)
 
 
-@njit(**_FN)
+@njit(**_INL)
 def _grouped_core(core, td, ub_size, x_gm, group_index, y_gm, s_gm, p, r32):
     """Everything one vector core does: Init (UB), then ProcessBase's tiles in order."""
     n_tiles = grouped_core_tiles(td.usedCoreNum, core, group_index, td.groupNum, td.blockColSize,
@@ -608,7 +611,7 @@ def grouped_dynamic_mx_quant_kernel(block_dim, td, ub_size, x_gm, group_index, y
 FUSED_COLS = 8192
 
 
-@njit(**_FN)
+@njit(**_INL)
 def _fused_slab(td, t, nch, table, x_gm, y_gm, s_gm, p, r32):
     """Slab t of grouped_fused_kernel: 64-row block table[t // nch], columns (t % nch) * FUSED_COLS on."""
     n = td.rowSize
@@ -805,7 +808,7 @@ def _check_grouped_tiling(td, m, n, ub_size, group_index, validate):
 # DynamicMxQuant
 # ---------------------------------------------------------------------------------------------------------------
 
-@njit(**_FN)
+@njit(**_INL)
 def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, scr, scr16, recips, todo, p, r32, mlb32):
     """One unit of the decomposition: (pre index, chunk of block pairs, chunk of post-axis columns).
 
@@ -877,7 +880,7 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, scr, scr16, recips, todo, p, r32,
             _copy_out(s_gm[s0:], ss, _1, 2 * ncols, _0)
 
 
-@njit(**_FN)
+@njit(**_INL)
 def _dynamic_core(core, td, ub_size, x_gm, y_gm, s_gm, p, r32, mlb32):
     """Everything one core does: its contiguous range of units, in order."""
     first = core * td.unitsPerCore + min(core, td.bigCoreNum)
