@@ -336,34 +336,56 @@ def deq16_matrix(acc, out, m, shift, mcb, relu, sw):
 # loop, so that LLVM drops every branch of the element pipeline and vectorises it (8 lanes of AVX2); DEQ16 also
 # drops the half encoder's NaN / Inf / overflow cases, which the defaults never reach (deq16_default_element).
 
+# The matrix kernels' prange bodies are one call each: numba's parallel-loop passes grow much faster than the loop
+# body, and four inlined row copies in the body made DEQ8's first call take 25 s on a loaded box.
+
+@njit(**_JIT)
+def _deq8_default_row(acc, out, base, m, shift, off, mcb, signed, relu):
+    # constant mcb / relu in each copy of the row loop, so that it vectorises
+    if mcb:
+        if relu:
+            deq8_row(acc, out, base, m, shift, off, True, signed, True, DEFAULT_SWITCHES)
+        else:
+            deq8_row(acc, out, base, m, shift, off, True, signed, False, DEFAULT_SWITCHES)
+    elif relu:
+        deq8_row(acc, out, base, m, shift, off, False, signed, True, DEFAULT_SWITCHES)
+    else:
+        deq8_row(acc, out, base, m, shift, off, False, signed, False, DEFAULT_SWITCHES)
+
+
 @njit(parallel=PARALLEL, **_JIT)
 def deq8_matrix_default(acc, out, m, shift, off, mcb, signed, relu):
     n = m.size
     for r in prange(acc.size // n):
-        if mcb:
-            if relu:
-                deq8_row(acc, out, r * n, m, shift, off, True, signed, True, DEFAULT_SWITCHES)
-            else:
-                deq8_row(acc, out, r * n, m, shift, off, True, signed, False, DEFAULT_SWITCHES)
-        elif relu:
-            deq8_row(acc, out, r * n, m, shift, off, False, signed, True, DEFAULT_SWITCHES)
+        _deq8_default_row(acc, out, np.int64(r) * n, m, shift, off, mcb, signed, relu)
+
+
+@njit(**_JIT)
+def _deq16_default_row(acc, out, base, m, shift, mcb, relu):
+    if mcb:
+        if relu:
+            deq16_default_row(acc, out, base, m, shift, True, True)
         else:
-            deq8_row(acc, out, r * n, m, shift, off, False, signed, False, DEFAULT_SWITCHES)
+            deq16_default_row(acc, out, base, m, shift, True, False)
+    elif relu:
+        deq16_default_row(acc, out, base, m, shift, False, True)
+    else:
+        deq16_default_row(acc, out, base, m, shift, False, False)
 
 
 @njit(parallel=PARALLEL, **_JIT)
 def deq16_matrix_default(acc, out, m, shift, mcb, relu):
     n = m.size
     for r in prange(acc.size // n):
-        if mcb:
-            if relu:
-                deq16_default_row(acc, out, r * n, m, shift, True, True)
-            else:
-                deq16_default_row(acc, out, r * n, m, shift, True, False)
-        elif relu:
-            deq16_default_row(acc, out, r * n, m, shift, False, True)
-        else:
-            deq16_default_row(acc, out, r * n, m, shift, False, False)
+        _deq16_default_row(acc, out, np.int64(r) * n, m, shift, mcb, relu)
+
+
+@njit(**_JIT)
+def _deqs16_row(acc, out, base, shift, relu):
+    if relu:
+        deqs16_row(acc, out, base, shift, True)
+    else:
+        deqs16_row(acc, out, base, shift, False)
 
 
 @njit(parallel=PARALLEL, **_JIT)
@@ -371,10 +393,7 @@ def deqs16_matrix(acc, out, shift, relu):
     """DEQS16 / VDEQS16 (no switch applies); shift = N + 1 per column."""
     n = shift.size
     for r in prange(acc.size // n):
-        if relu:
-            deqs16_row(acc, out, r * n, shift, True)
-        else:
-            deqs16_row(acc, out, r * n, shift, False)
+        _deqs16_row(acc, out, np.int64(r) * n, shift, relu)
 
 
 DEFAULT_SWITCHES = DeqSwitches(mcb_shift_plus1=1, mcb_trunc=0, mcb_wrap=0, clamp9=1, relu_mode=RELU_INPUT_SIGN,
