@@ -72,10 +72,10 @@ def test_unknown_op_and_missing_command_are_usage_errors(capsys):
     assert code == 2
 
 
-def test_console_script_and_module_entry_point():
+def test_console_script_and_module_entry_point(tmp_path):
     exe = shutil.which("npu-emu", path=os.path.dirname(sys.executable)) or shutil.which("npu-emu")
     cmd = [exe] if exe else [sys.executable, "-m", "npu_emu.cli"]
-    res = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert res.returncode == 0 and res.stdout.startswith("npu-emu ")
 
 

@@ -12,17 +12,21 @@ from npu_emu.errors import AclnnError
 from npu_emu.frontend import Origin, as_array, is_torch_tensor, to_user, write_out
 
 
-def test_torch_is_not_imported_by_the_package():
-    # a fresh interpreter: numpy-only use of every front-end module must not pull torch in
+def test_torch_is_not_imported_by_the_package(tmp_path):
+    # a fresh interpreter: numpy-only use of every front-end module must not pull torch in (every name of npu_emu.ops
+    # and npu_emu.aclnn is resolved: they import their op families on first use)
     code = (
         "import sys, numpy as np\n"
         "import npu_emu, npu_emu.ops, npu_emu.aclnn, npu_emu.cli, npu_emu.demo, npu_emu.frontend as f\n"
+        "for m in (npu_emu.ops, npu_emu.aclnn):\n"
+        "    [getattr(m, n) for n in m.__all__]\n"
         "a = f.as_array(np.arange(4, dtype=np.uint8), 'x')\n"
         "assert f.to_user(a, f.Origin()) is a and not f.is_torch_tensor(a)\n"
         "f.write_out(np.empty(4, np.uint8), a)\n"
         "print('torch' in sys.modules)\n"
     )
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    # cwd: not the repository root, whose source folder would shadow the installed npu_emu
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "False"
 

@@ -50,17 +50,30 @@ KNOWN_SIGNATURES = [    # (type, file glob, function glob); none open: the CLI r
 ]
 
 
+def _repository_path(filename):
+    """``filename`` as a path in the repository ("kernels/x/api.py") if it is npu_emu's code, else None: from the
+    source tree (an editable install) or from an installed wheel, which puts kernels/ and dtypes/ under npu_emu/."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+    pkg = os.path.dirname(os.path.abspath(npu_emu.__file__)) + os.sep
+    if filename.startswith(pkg):
+        rel = filename[len(pkg):].replace(os.sep, "/")
+        return rel if rel.startswith(("kernels/", "dtypes/")) else "npu_emu/" + rel
+    if filename.startswith(root) and "site-packages" not in filename:  # a venv may live in the checkout
+        rel = filename[len(root):].replace(os.sep, "/")
+        return None if rel.startswith("tests/") else rel
+    return None
+
+
 def signature(exc):
-    """(type name, repository file, function) of the innermost repository frame of ``exc``'s traceback."""
+    """(type name, repository file, function) of the innermost frame of ``exc``'s traceback in npu_emu's code."""
     import traceback
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(root)
-              and os.sep + "tests" + os.sep not in f.filename]
+    frames = [(path, f.name) for f in traceback.extract_tb(exc.__traceback__)
+              if (path := _repository_path(f.filename)) is not None]
     if not frames:
         return (type(exc).__name__, "", "")
-    f = frames[-1]
-    return (type(exc).__name__, f.filename[len(root):], f.name)
+    path, func = frames[-1]
+    return (type(exc).__name__, path, func)
 
 
 def known_bug(entry, exc):

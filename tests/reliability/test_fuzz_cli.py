@@ -201,6 +201,7 @@ def test_console_entry_rejects_bad_input_with_status_2(tmp_path):
     x = tmp_path / "x.bin"
     np.arange(3, dtype=np.uint8).tofile(x)
     r = subprocess.run([sys.executable, "-m", "npu_emu.cli", "run", "sign_bits_unpack", "--input", str(x), "--size",
-                        "-4", "--output", str(tmp_path / "y.bin")], capture_output=True, text=True, timeout=300)
+                        "-4", "--output", str(tmp_path / "y.bin")], capture_output=True, text=True, timeout=300,
+                       cwd=tmp_path)  # not the repository root, whose source folder would shadow the install
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and r.stderr.strip()

@@ -149,10 +149,14 @@ def _child(case):
     import os
     import subprocess
     import sys
+    import tempfile
 
     env = dict(os.environ)
     env.pop("NPU_EMU_MEMORY_LIMIT", None)
-    return subprocess.run([sys.executable, "-c", _CHILD, case], capture_output=True, text=True, timeout=300, env=env)
+    # cwd: `python -c` puts its working directory first on sys.path, where the repository's source folder would
+    # shadow the installed npu_emu
+    return subprocess.run([sys.executable, "-c", _CHILD, case], capture_output=True, text=True, timeout=300, env=env,
+                          cwd=tempfile.gettempdir())
 
 
 def test_machine_memory_caps_an_impossible_output():

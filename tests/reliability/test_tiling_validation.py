@@ -14,6 +14,7 @@ import faulthandler
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -215,7 +216,10 @@ _CHILD = textwrap.dedent("""
 
 def _child(case, timeout=120):
     try:
-        p = subprocess.run([sys.executable, "-c", _CHILD, case], capture_output=True, text=True, timeout=timeout)
+        # cwd: `python -c` puts its working directory first on sys.path, where the repository's source folder
+        # would shadow the installed npu_emu
+        p = subprocess.run([sys.executable, "-c", _CHILD, case], capture_output=True, text=True, timeout=timeout,
+                           cwd=tempfile.gettempdir())
     except subprocess.TimeoutExpired:
         return "hang"
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT")]
