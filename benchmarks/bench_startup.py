@@ -7,7 +7,8 @@ The first-call figures are tracked, not asserted (lower is better, as asv reads 
 sample runs in its own subprocess with its own NUMBA_CACHE_DIR; the seconds are measured inside that process
 around the call alone (inputs built and npu_emu.ops imported before), so interpreter start and imports are not in
 them (they have their own benchmarks). A cold compile of the MX quantizers takes minutes on two cores, hence the
-timeouts; select configurations with asv's -b, e.g. -b 'ColdFirstCall.*codecs.encode_float8_e4m3fn'.
+timeouts; select configurations with asv's -b, which matches "name('configuration')" for these, e.g.
+-b "bench_startup.*'codecs.encode_float8_e4m3fn'".
 """
 
 import json
