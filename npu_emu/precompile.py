@@ -204,7 +204,8 @@ def report(results, wall, jobs, where, out=None):
         n_kernels += len(r["compiled"])
         for c in r["compiled"]:
             indent = "  " * (c["depth"] + 1)
-            print(f"    {c['seconds']:8.2f} s {indent}{c['dispatcher']}({c['signature'][:60]})", file=out)
+            sig = c["signature"] if len(c["signature"]) <= 60 else c["signature"][:57] + "..."
+            print(f"    {c['seconds']:8.2f} s {indent}{c['dispatcher']}({sig})", file=out)
         if not r["ok"]:
             print("    " + r["error"].strip().replace("\n", "\n    "), file=out)
     busy = sum(r["seconds"] for r in results)

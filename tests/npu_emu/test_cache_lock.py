@@ -125,3 +125,39 @@ def test_locked_numba_cache_loads_every_signature_correctly(tmp_path):
     # both signatures of every function were saved (none lost to the other process's index write) and loaded
     assert all(r["misses"] == 0 for r in results), results
     assert all(r["hits"] >= 1 for r in results), results
+
+
+def test_lock_is_installed_by_kernel_imports_not_by_import_npu_emu():
+    code = textwrap.dedent("""\
+        import sys
+        import npu_emu
+        assert "numba" not in sys.modules, "import npu_emu imported numba"
+        import npu_emu.kernels.quant_matmul.tiling          # a module with cached njit functions
+        from npu_emu import cache_lock
+        assert cache_lock.installed()
+        from numba.core.caching import IndexDataCacheFile
+        assert IndexDataCacheFile.save.__wrapped__ is not None
+        """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_lock_file_sits_next_to_the_index(tmp_path):
+    code = textwrap.dedent("""\
+        import importlib.util, os, sys
+        import numpy as np
+        from npu_emu import cache_lock
+        cache_lock.install()
+        spec = importlib.util.spec_from_file_location("racy0", sys.argv[1])
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        assert mod.f(np.array([5], np.int64)) == 16
+        """)
+    (tmp_path / "racy0.py").write_text(MODULE)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "racy0.py")], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    index = [p for p in (tmp_path / "cache").rglob("*.nbi")]
+    assert len(index) == 1
+    assert (index[0].parent / (index[0].name + ".lock")).exists()
