@@ -50,18 +50,18 @@ def run_config(cfg):
     """Run one configuration with numba's compile events recorded: a result dict (JSON-able)."""
     from numba.core import event
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     err = None
     with event.install_recorder("numba:compile") as rec:
         try:
             cfg.call()
         except Exception:  # a failing configuration is reported, the others still run
             err = traceback.format_exc()
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.thread_time() - c0
     compiled = [{"depth": d, "dispatcher": name, "signature": sig, "seconds": sec, "cache_path": path}
                 for d, name, sig, sec, path in _compile_events(rec.buffer)]
-    return {"name": cfg.name, "family": cfg.family, "seconds": seconds, "ok": err is None, "error": err,
-            "compiled": compiled}
+    return {"name": cfg.name, "family": cfg.family, "seconds": seconds, "cpu_seconds": cpu, "ok": err is None,
+            "error": err, "compiled": compiled}
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -187,7 +187,7 @@ def _run_pool(configs, jobs, bar, running, show):
                     for name in futures[f]:
                         if name not in done:
                             failed.append({"name": name, "family": name.split(".", 1)[0], "seconds": 0.0,
-                                           "ok": False, "compiled": [],
+                                           "cpu_seconds": 0.0, "ok": False, "compiled": [],
                                            "error": f"the worker running this family failed: {e!r}"})
     return results + failed
 
@@ -209,9 +209,11 @@ def report(results, wall, jobs, where, out=None):
         if not r["ok"]:
             print("    " + r["error"].strip().replace("\n", "\n    "), file=out)
     busy = sum(r["seconds"] for r in results)
+    cpu = sum(r["cpu_seconds"] for r in results)
     bad = [r["name"] for r in results if not r["ok"]]
     print(f"total: {wall:.1f} s wall for {len(results)} configurations ({busy:.1f} s summed over the "
-          f"configurations, {jobs} process{'es' if jobs > 1 else ''}), {n_kernels} kernel compiles", file=out)
+          f"configurations, {cpu:.1f} s of it CPU time of the calling threads; {jobs} "
+          f"process{'es' if jobs > 1 else ''}), {n_kernels} kernel compiles", file=out)
     print(f"numba cache: {where[0]} ({where[1]})", file=out)
     folders = sorted({c["cache_path"] for r in results for c in r["compiled"] if c.get("cache_path")})
     if folders:
