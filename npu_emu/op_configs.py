@@ -323,7 +323,7 @@ config("quant_matmul.mxfp4", "MXFP4 e2m1 with E8M0 scales per 32 on ascend950pr 
 @config("quant_matmul.v4_int8_gb", "V4 int8 G-B (A8W8 per-block, [1, 128, 128]) on the 910B2 -> bfloat16")
 @_qmm
 def _v4_gb(qmm, rng):
-    m, k, n = 8, 256, 128
+    m, k, n = 8, 512, 256            # the A2 per-block tiling takes K % 512 == 0 and N % 256 == 0 only
     x1, x2t = _i8(rng, (m, k)), _i8(rng, (n, k))
     x1s = rng.uniform(0.001, 0.01, (m, k // 128)).astype(np.float32)
     x2s = rng.uniform(0.001, 0.01, (n // 128, k // 128)).astype(np.float32)
