@@ -508,9 +508,10 @@ def build_parser(commands):
                     "__pycache__ next to the sources). Later processes load them instead of compiling. Prints the "
                     "seconds of each configuration, the npu_emu kernels it compiled with their seconds, the total "
                     "and where the cache went. Exit status 1 if a configuration fails, 2 on bad usage.")
-        + "\n\n" + _w("--jobs N runs N worker processes, each op family in one worker: a family's "
-                      "configurations compile the same kernel functions, which two workers would otherwise compile "
-                      "twice at the same time. (Concurrent saves into numba's cache are safe in every npu_emu "
+        + "\n\n" + _w("--jobs N runs N worker processes, each op family in one worker (the two MX quantizer "
+                      "families in the same one): a family's configurations compile the same kernel functions, "
+                      "which two workers would otherwise compile twice at the same time. (Concurrent saves into "
+                      "numba's cache are safe in every npu_emu "
                       "process: npu_emu locks each function's cache index, since numba's own index update is not "
                       "atomic and can map a signature to another signature's machine code.)"),
         epilog="examples:\n  npu-emu compile                                every configuration, one worker per core\n"

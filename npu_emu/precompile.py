@@ -1,14 +1,15 @@
 """``npu-emu compile``: run the op configurations of :mod:`npu_emu.op_configs` so that numba compiles and caches
 every kernel they call, and report what was compiled and how long it took.
 
-Scheduling: one task per op family, ``jobs`` worker processes (spawned, so no numba state is inherited), each
-family's configurations in one worker, one after the other. Configurations of one family call the same kernels
-(often the same kernel with another signature); in two workers they would compile the same function twice at
-the same time, wasting a core, and before npu_emu/cache_lock.py two processes saving different signatures of one
-function could leave an index entry pointing at the other signature's machine code (numba issues #4807, #10128).
-The lock makes concurrent saves safe for every npu_emu process; the grouping keeps the work from being done
-twice. Kernels shared across families (codecs, ascendc instructions, launch helpers) can still be compiled by two
-workers at once: the lock keeps that correct, and the later save simply overwrites an identical entry.
+Scheduling: one task per op family (per :func:`npu_emu.op_configs.schedule_group`: the two MX quantizer families
+share one), ``jobs`` worker processes (spawned, so no numba state is inherited), each task's configurations in
+one worker, one after the other. Configurations of one family call the same kernels (often the same kernel with
+another signature); in two workers they would compile the same function twice at the same time, wasting a
+core, and before npu_emu/cache_lock.py two processes saving different signatures of one function could leave an
+index entry pointing at the other signature's machine code (numba issues #4807, #10128). The lock makes
+concurrent saves safe for every npu_emu process; the grouping keeps the work from being done twice. Small helpers
+shared by every family (npu_emu.launch and ascendc overloads) can still be compiled by two workers at once: the
+lock keeps that correct, and the later save of an identical entry simply replaces the first.
 
 What a configuration compiled comes from numba's "numba:compile" events (one per dispatcher compile, nested when
 a kernel's typing compiles the njit functions it calls): each npu_emu dispatcher with its inclusive seconds.
@@ -111,11 +112,13 @@ def cache_location():
 
 
 def _by_family(configs):
+    from npu_emu.op_configs import COST_HINT, schedule_group
+
     groups = {}
     for c in configs:
-        groups.setdefault(c.family, []).append(c.name)
-    # the longest families first so that the last worker to finish is not the one that started the biggest late
-    return sorted(groups.values(), key=len, reverse=True)
+        groups.setdefault(schedule_group(c.family), []).append(c.name)
+    # the longest first, so that the last worker to finish is not the one that started the biggest late
+    return [groups[g] for g in sorted(groups, key=lambda g: (-COST_HINT.get(g, 0), -len(groups[g])))]
 
 
 def _progress(total, enabled):
@@ -138,7 +141,7 @@ def run(configs, jobs, *, progress=True):
             bar.set_description_str(", ".join(sorted(running.values()))[:80])
 
     try:
-        if min(jobs, len({c.family for c in configs})) <= 1:
+        if min(jobs, len(_by_family(configs))) <= 1:
             for c in configs:
                 running[0] = c.name
                 show()
@@ -199,7 +202,8 @@ def report(results, wall, jobs, where, out=None):
     n_kernels = 0
     for r in results:
         status = "" if r["ok"] else "  FAILED"
-        note = f"{len(r['compiled'])} compiled" if r["compiled"] else "none (all from the cache)"
+        note = f"{len(r['compiled'])} compiled" if r["compiled"] else "none new (loaded from the cache or compiled " \
+            "by an earlier configuration)"
         print(f"{r['name']:44s} {r['seconds']:8.2f}  {note}{status}", file=out)
         n_kernels += len(r["compiled"])
         for c in r["compiled"]:
@@ -244,7 +248,7 @@ def main(ops=None, jobs=None, list_only=False, json_path=None, progress=True):
     fams = len({c.family for c in configs})
     print(f"npu-emu compile: {len(configs)} configurations of {fams} op "
           f"famil{'ies' if fams > 1 else 'y'} in {jobs if jobs > 1 else 'this'} process{'es' if jobs > 1 else ''} "
-          f"(one op family per process at a time); numba cache: {where[0]}", flush=True)
+          f"(an op family's configurations in one process); numba cache: {where[0]}", flush=True)
     t0 = time.perf_counter()
     results = run(configs, jobs, progress=progress)
     wall = time.perf_counter() - t0

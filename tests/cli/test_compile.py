@@ -124,4 +124,18 @@ def test_compile_output_is_what_later_calls_load(tmp_path):
     again = subprocess.run([sys.executable, "-m", "npu_emu.cli", "compile", "--ops", *CHEAP, "--jobs", "1",
                             "--no-progress"], env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.count("none (all from the cache)") == len(CHEAP), again.stdout
+    assert again.stdout.count("none new (loaded from the cache") == len(CHEAP), again.stdout
+
+
+def test_jobs_schedule_keeps_each_family_and_the_mx_quantizers_in_one_worker():
+    from npu_emu import precompile
+
+    groups = precompile._by_family(op_configs.select())
+    assert sorted(n for g in groups for n in g) == sorted(op_configs.CONFIGS)
+    where = {}
+    for i, g in enumerate(groups):
+        for n in g:
+            where.setdefault(op_configs.CONFIGS[n].family, set()).add(i)
+    assert all(len(v) == 1 for v in where.values()), where
+    # both MX kernels call the same cached njit functions (_fp32_rows, _convert, _column_blocks)
+    assert where["dynamic_mx_quant"] == where["grouped_dynamic_mx_quant"]
