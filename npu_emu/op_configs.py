@@ -134,17 +134,27 @@ config("sign_bits.pack_950", "npu_sign_bits_pack of float32 on ascend950pr (MSB 
 # GatherDequantInt8
 # ---------------------------------------------------------------------------------------------------------------
 
-@config("gather_dequant_int8.fp16", "gather_dequant_int8: uint8 table rows -> float16")
-def _gather():
-    from npu_emu.ops import gather_dequant_int8
+def _gather(readonly):
+    def build():
+        from npu_emu.ops import gather_dequant_int8
 
-    rng = _rng()
-    vocab, emb = 64, 256
-    table = rng.integers(0, 256, (vocab, emb), dtype=np.uint8)
-    scale = (rng.random(vocab) * 0.01 + 1e-4).astype(np.float16)
-    zp = (rng.random(vocab) * 255).astype(np.float16)
-    idx = rng.integers(0, vocab, (2, 8)).astype(np.int32)
-    return lambda: gather_dequant_int8(table, idx, scale, zp)
+        rng = _rng()
+        vocab, emb = 64, 256
+        table = rng.integers(0, 256, (vocab, emb), dtype=np.uint8)
+        if readonly:
+            table = np.frombuffer(table.tobytes(), np.uint8).reshape(vocab, emb)
+        scale = (rng.random(vocab) * 0.01 + 1e-4).astype(np.float16)
+        zp = (rng.random(vocab) * 255).astype(np.float16)
+        idx = rng.integers(0, vocab, (2, 8)).astype(np.int32)
+        return lambda: gather_dequant_int8(table, idx, scale, zp)
+
+    return build
+
+
+config("gather_dequant_int8.fp16", "gather_dequant_int8: uint8 table rows -> float16")(_gather(False))
+# the kernel reads the table in place: a read-only table (np.frombuffer, a memory map) is another numba signature
+config("gather_dequant_int8.readonly_table", "gather_dequant_int8 with a read-only table (np.frombuffer, mmap)")(
+    _gather(True))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -246,17 +246,18 @@ def main(ops=None, jobs=None, list_only=False, json_path=None, progress=True):
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     where = cache_location()
     fams = len({c.family for c in configs})
-    print(f"npu-emu compile: {len(configs)} configurations of {fams} op "
-          f"famil{'ies' if fams > 1 else 'y'} in {jobs if jobs > 1 else 'this'} process{'es' if jobs > 1 else ''} "
+    workers = min(jobs, len(_by_family(configs)))
+    print(f"npu-emu compile: {len(configs)} configurations of {fams} op famil{'ies' if fams > 1 else 'y'} in "
+          f"{f'{workers} worker processes' if workers > 1 else 'this process'} "
           f"(an op family's configurations in one process); numba cache: {where[0]}", flush=True)
     t0 = time.perf_counter()
     results = run(configs, jobs, progress=progress)
     wall = time.perf_counter() - t0
-    report(results, wall, jobs, where)
+    report(results, wall, workers, where)
     if json_path:
         import json
 
         with open(json_path, "w") as f:
-            json.dump({"wall_seconds": wall, "jobs": jobs, "cache": where[0], "configurations": results}, f,
+            json.dump({"wall_seconds": wall, "jobs": workers, "cache": where[0], "configurations": results}, f,
                       indent=1)
     return 0 if all(r["ok"] for r in results) else 1
