@@ -42,6 +42,7 @@ EXAMPLES = """\
 examples:
   npu-emu list                                   ops, SoCs and formats
   npu-emu demo --small                           every op once, checked bit-exactly against its golden
+  npu-emu compile --jobs 2                       compile every kernel into numba's cache ahead of time
   npu-emu golden sign_bits_unpack --out case/    random input + expected output + manifest.json
   npu-emu run sign_bits_unpack --input case/x.bin --size 1 --dtype float32 --output y.bin
   npu-emu compare y.bin case/golden.bin --dtype float32
@@ -334,6 +335,14 @@ def _cmd_bench(a, commands):
     return rc
 
 
+def _cmd_compile(a, commands):
+    from npu_emu import precompile
+
+    if a.jobs is not None and a.jobs < 1:
+        raise SystemExit(f"npu-emu: --jobs {a.jobs}: use 1 (this process) or more worker processes")
+    return precompile.main(ops=a.ops, jobs=a.jobs, list_only=a.list, json_path=a.json, progress=not a.no_progress)
+
+
 def _repo_root():
     d = os.getcwd()
     while True:
@@ -487,6 +496,39 @@ def build_parser(commands):
                     help="with --asv: save results under the git HEAD commit (needs `asv machine --yes` once)")
     sp.add_argument("--publish", action="store_true", help="with --asv --record: then build the HTML dashboard")
     sp.set_defaults(func=_cmd_bench)
+
+    from npu_emu import op_configs
+
+    sp = sub.add_parser(
+        "compile", formatter_class=fmt,
+        help="compile every kernel (or OP's) into numba's cache ahead of time, with seconds per configuration",
+        description=_w("Runs every user-facing op configuration (each dst format, input dtype, quant-matmul mode, "
+                    "DEQ mode and codec: `npu-emu compile --list`) once on tiny inputs, so that numba compiles the "
+                    "kernels they call and saves them in its cache (NUMBA_CACHE_DIR, or numba's default: "
+                    "__pycache__ next to the sources). Later processes load them instead of compiling. Prints the "
+                    "seconds of each configuration, the npu_emu kernels it compiled with their seconds, the total "
+                    "and where the cache went. Exit status 1 if a configuration fails, 2 on bad usage.")
+        + "\n\n" + _w("--jobs N runs N worker processes, each op family in one worker (the two MX quantizer "
+                      "families in the same one): a family's configurations compile the same kernel functions, "
+                      "which two workers would otherwise compile twice at the same time. (Concurrent saves into "
+                      "numba's cache are safe in every npu_emu "
+                      "process: npu_emu locks each function's cache index, since numba's own index update is not "
+                      "atomic and can map a signature to another signature's machine code.)"),
+        epilog="examples:\n  npu-emu compile                                every configuration, one worker per core\n"
+               "  npu-emu compile --ops dynamic_mx_quant codecs  two op families\n"
+               "  npu-emu compile --ops quant_matmul.int8_kc_bf16 --jobs 1   one configuration, in this process\n"
+               "  NUMBA_CACHE_DIR=/tmp/nbcache npu-emu compile --json compile.json\n"
+               "  npu-emu compile --list                         the configurations and their op families")
+    sp.add_argument("--ops", nargs="+", metavar="OP", default=None,
+                    help=f"op families ({', '.join(op_configs.families())}) or configuration names from --list "
+                         "(default: all)")
+    sp.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                    help="worker processes (default: the number of cores; 1 = in this process)")
+    sp.add_argument("--list", action="store_true", help="list the configurations (of --ops) and exit")
+    sp.add_argument("--json", metavar="FILE", default=None,
+                    help="also write the results (seconds, compiled kernels, errors) as JSON to FILE")
+    sp.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in logs)")
+    sp.set_defaults(func=_cmd_compile)
 
     sp = sub.add_parser(
         "compare", formatter_class=fmt,

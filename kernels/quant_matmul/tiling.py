@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from numba import njit
 
+from npu_emu import jit_options  # noqa: F401  (numba's cache lock, before the njit below is cached)
 from npu_emu import platforms
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.tiling_data import TilingData, TilingResult

@@ -50,12 +50,12 @@ def test_list_names_ops_socs_formats_and_demo_cases(capsys):
 def test_top_level_help_teaches(capsys):
     code, out, _ = usage_exit(["--help"], capsys)
     assert code == 0
-    for cmd in ("list", "demo", "bench", "compare", "run", "tiling", "golden"):
+    for cmd in ("list", "demo", "bench", "compile", "compare", "run", "tiling", "golden"):
         assert cmd in out
     assert "examples:" in out and "npu-emu compare" in out
 
 
-HELPS = [["demo"], ["bench"], ["compare"], ["list"]] + \
+HELPS = [["demo"], ["bench"], ["compile"], ["compare"], ["list"]] + \
     [[verb, op] for op, spec in COMMANDS.items() for verb in ("run", "tiling", "golden") if verb in spec]
 
 
