@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from npu_emu import memo, platforms
 from npu_emu.dtypes import scalar
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from npu_emu.frontend import (
@@ -41,7 +42,7 @@ from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul.checks import QmmArgs
 from npu_emu.kernels.quant_matmul.operands import Operand, float_values, int_values, logical
 from npu_emu.kernels.quant_matmul.routing import TensorDesc
-from npu_emu.launch import launch
+from npu_emu.launch import checked_access, launch
 
 DEFAULT_SOC = "ascend910b2"
 FIXPIPE_ROUND = ("rne", "half_away")
@@ -68,8 +69,6 @@ class Switches:
 
 def _switches(soc, float_accum, fixpipe_round, cast_overflow, tcg_fp8_overflow, fp4_nibble_order, e8m0_zero,
               group_size_inference, core_num, faithful, validate):
-    from npu_emu import platforms
-
     platforms.get(soc)  # unknown soc -> the platform module's error
     return Switches(
         soc=soc, float_accum=choice(float_accum, "float_accum", accum.FLOAT_ACCUM),
@@ -252,15 +251,22 @@ def _launch_epilogue(tr, acc, plan, sw, s2, s1, bias_i, bias_f, off9, y8, out_co
     bufs = [("acc_i32", acc_i32), ("acc_f32", acc_f32), ("s2", small(s2, np.float32)), ("s1", small(s1, np.float32)),
             ("bias_i", small(bias_i, np.int32)), ("bias_f", small(bias_f, np.float32)), ("off9", small(off9, np.int32)),
             ("cfg", cfg), ("y", y8)]
-    access = kernel.epilogue_access(tr, bufs, kernel.OUT_ITEMSIZE[out_code]) if sw.validate else None
+    itemsize = kernel.OUT_ITEMSIZE[out_code]
+    access = None
+    if sw.validate:
+        # the blocks' rows follow the tiling alone; the buffers enter by their declarations (name, size, dtype)
+        decls = tuple(x for name, b in bufs for x in (name, b.size, b.dtype.str))
+        access = checked_access(("quant_matmul.epilogue", tr, decls, itemsize),
+                                lambda: kernel.epilogue_access(tr, bufs, itemsize), ub_size=tr.ub_size,
+                                what=f"{kernel.qbmm_epilogue_kernel.__name__} tiling")
     report = launch(kernel.qbmm_epilogue_kernel, tr.block_dim, tr.tiling, *[b for _, b in bufs], ub_size=tr.ub_size,
                     access=access, validate=sw.validate)
     return report
 
 
-def _tiling_for(shape, plan, sw, bias_three_dim, user_tiling, block_dim):
-    tr = tiling_mod.quant_matmul_tiling(shape, soc=sw.soc, core_num=sw.core_num, plan=plan,
-                                        bias_three_dim=bias_three_dim)
+def _tiling_for(shape, plan, soc, core_num, bias_three_dim, user_tiling, block_dim):
+    """The host tiling, or the user's in its place, on ``block_dim`` cores (pure: compute_v3 memoises it)."""
+    tr = tiling_mod.quant_matmul_tiling(shape, soc=soc, core_num=core_num, plan=plan, bias_three_dim=bias_three_dim)
     if user_tiling is not None:
         td = user_tiling
         if isinstance(td, (bytes, bytearray, memoryview)):
@@ -276,8 +282,9 @@ def _tiling_for(shape, plan, sw, bias_three_dim, user_tiling, block_dim):
     return tr
 
 
-def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None):
-    """QuantBatchMatmulV3 on checked operands -> (y (numpy, out dtype, out shape), Trace)."""
+def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None, trace=True):
+    """QuantBatchMatmulV3 on checked operands -> (y (numpy, out dtype, out shape), Trace, or None unless
+    ``trace``)."""
     a = res.args
     x1, x2 = ops["x1"], ops["x2"]
     if x2.desc.fmt == "NZ":
@@ -294,7 +301,8 @@ def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None):
     shape = tiling_mod.MatmulShape(m, n, k, batch=nb, trans_a=a.transpose_x1, trans_b=a.transpose_x2,
                                    a_dtype=a.x1.dtype, b_dtype=a.x2.dtype, is_mx=plan.quant_mode == "MX",
                                    perblock=plan.quant_mode == "B-B", gs_m=plan.gs_m)
-    tr = _tiling_for(shape, plan, sw, bias_op is not None and bias_op.data.ndim == 3, user_tiling, block_dim)
+    tr = memo.call(_tiling_for, shape, plan, sw.soc, sw.core_num, bias_op is not None and bias_op.data.ndim == 3,
+                   user_tiling, block_dim)
     notes = list(tr.notes)
 
     # ---- cube: the L0C value of every base block ---------------------------------------------------------------
@@ -306,8 +314,6 @@ def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None):
         if sw.faithful:
             a_c = np.array(a3, copy=True).reshape(-1)
             b_c = np.array(b3, copy=True).reshape(-1)
-            from npu_emu import platforms
-
             l0a_nz = np.array([int(platforms.get(sw.soc).npu_arch == 3510)], np.int64)
             launch(kernel.qbmm_cube_faithful_kernel, tr.block_dim, tr.tiling, a_c, b_c, acc.reshape(-1), l0a_nz,
                    ub_size=tr.ub_size, validate=False)
@@ -344,6 +350,8 @@ def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None):
     y8 = np.empty(nb * m * n * osize, np.uint8)
     report = _launch_epilogue(tr, acc, plan, sw, s2, s1, bias_i, bias_f, off9, y8, out_code)
     y = y8.view(_out_numpy_dtype(a.out.dtype)).reshape(batch + (m, n))
+    if not trace:
+        return y, None
     trace = Trace(op="QuantBatchMatmulV3", soc=tr.soc, tiling_data=tr.tiling.fields(),
                   tiling_data_bytes=tr.tiling.to_bytes(), tiling_key=tr.tiling_key, block_dim=tr.block_dim,
                   workspace_size=tr.workspace_size, ub_bytes_per_core=tr.ub_size,
@@ -462,11 +470,17 @@ def _args(api, ops, out_desc, transpose_x1, transpose_x2, group_size):
 
 
 def _check(api, a, sw):
+    # pure in the tensor descriptions and two switches: a repeated call takes the (frozen) result from the memo,
+    # a rejected one is checked and rejected again
+    return memo.call(_check_args, api, a, sw.soc, sw.group_size_inference)
+
+
+def _check_args(api, a, soc, group_size_inference):
     if api == 5:
-        return checks.check_v5(a, sw.soc, group_size_inference=sw.group_size_inference)
+        return checks.check_v5(a, soc, group_size_inference=group_size_inference)
     if api == "nz":
-        return checks.check_weight_nz(a, sw.soc, group_size_inference=sw.group_size_inference)
-    return checks.check_v3v4(a, sw.soc, group_size_inference=sw.group_size_inference)
+        return checks.check_weight_nz(a, soc, group_size_inference=group_size_inference)
+    return checks.check_v3v4(a, soc, group_size_inference=group_size_inference)
 
 
 # QuantBatchMatmulV4 modes with an implementation: v4 mode name (routing.V4_MODES) ->
@@ -492,10 +506,10 @@ def _gated(res, sw):
     checks.require_v3_kernel(res, sw.soc)
 
 
-def _compute(res, ops, sw, user_tiling=None, block_dim=None):
+def _compute(res, ops, sw, user_tiling=None, block_dim=None, trace=True):
     if res.op == "QuantBatchMatmulV4":
         return V4_KERNELS[res.v4_mode](res, ops, sw, user_tiling=user_tiling, block_dim=block_dim)
-    return compute_v3(res, ops, sw, user_tiling=user_tiling, block_dim=block_dim)
+    return compute_v3(res, ops, sw, user_tiling=user_tiling, block_dim=block_dim, trace=trace)
 
 
 def _empty_result(a):
@@ -589,7 +603,7 @@ def npu_quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=No
         y, tr = _empty_result(res.args), None
     else:
         _gated(res, sw)
-        y, tr = _compute(res, ops, sw, user_tiling=tiling, block_dim=block_dim)
+        y, tr = _compute(res, ops, sw, user_tiling=tiling, block_dim=block_dim, trace=trace)
     y = to_user(y, origin)
     return (y, tr) if trace else y
 
@@ -626,10 +640,10 @@ def _workspace(api, op_name, tensors, out, transpose_x1, transpose_x2, group_siz
         _gated(res, sw)
         m, _, _, n = routing.mnk(res.args.x1, res.args.x2, res.args.transpose_x1, res.args.transpose_x2)
         shape = tiling_mod.MatmulShape(m, n, 1)
-        ws = tiling_mod.quant_matmul_tiling(shape, soc=sw.soc, core_num=sw.core_num).workspace_size
+        ws = memo.call(tiling_mod.quant_matmul_tiling, shape, soc=sw.soc, core_num=sw.core_num).workspace_size
 
         def run():
-            y, _ = _compute(res, ops, sw)
+            y, _ = _compute(res, ops, sw, trace=False)
             write_out(out, y.reshape(o.shape))
 
         return Executor(op_name, run, ws)

@@ -55,9 +55,12 @@ def arch(soc):
     return platforms.get(soc).npu_arch
 
 
-@dataclass
+@dataclass(frozen=True)
 class QmmArgs:
-    """One call as the aclnn layer sees it (descs may be None). ``api``: 3, 4, 5 or "nz"."""
+    """One call as the aclnn layer sees it (descs may be None). ``api``: 3, 4, 5 or "nz". Frozen: the checks'
+    results are shared by repeated calls (npu_emu.memo)."""
+
+    _memo_by_value = True       # its own npu_emu.memo key: immutable fields (str, int, bool, tuples) compared by ==
 
     api: object
     x1: TensorDesc
@@ -79,10 +82,12 @@ class QmmArgs:
         return API_NAMES[self.api] + "GetWorkspaceSize"
 
 
-@dataclass
+@dataclass(frozen=True)
 class CheckResult:
     """What the checks decided: the device op, the (V4) mode, the inferred groupSize, the args after the
     INT32 -> INT4 conversion, and whether the aclnn empty-tensor shortcut applies."""
+
+    _memo_by_value = True       # its own npu_emu.memo key: immutable fields (str, int, bool, tuples) compared by ==
 
     op: str
     v4_mode: str = None
