@@ -240,8 +240,17 @@ def as_array(x, name, *, origin=None):
                      f"{name} must be a numpy array or a torch CPU tensor, not {type(x).__name__}")
 
 
+_TORCH_DTYPE_FOR = []
+
+
 def _torch_dtype_for(nd, torch):
     """(numpy bits dtype, torch dtype) for numpy dtypes torch.from_numpy cannot take, else None."""
+    if not _TORCH_DTYPE_FOR:                 # built once, after torch is imported (every torch output asks)
+        _TORCH_DTYPE_FOR.append(_torch_dtype_table(torch))
+    return _TORCH_DTYPE_FOR[0].get(nd)
+
+
+def _torch_dtype_table(torch):
     return {
         np.dtype(ml_dtypes.bfloat16): (np.int16, torch.bfloat16),
         np.dtype(ml_dtypes.float8_e4m3fn): (np.uint8, torch.float8_e4m3fn),
@@ -252,7 +261,7 @@ def _torch_dtype_for(nd, torch):
         # no unpacked FP4 / INT4 dtype in torch: the codes (one per byte) as torch_npu's uint8 / int8 carriers
         np.dtype(ml_dtypes.float4_e2m1fn): (np.uint8, torch.uint8),
         np.dtype(ml_dtypes.int4): (np.int8, torch.int8),
-    }.get(nd)
+    }
 
 
 def to_user(arr, origin):

@@ -6,10 +6,11 @@ same op with the same shapes thousands of times. Every op uses this one memo thr
 an explicit key) or :func:`call` (a pure function's result under its arguments):
 
 * Keys are built by :func:`key_of` from the values themselves: Python scalars with their type (``1``, ``1.0`` and
-  ``True`` are three keys; floats by their bits, so ``-0.0`` and ``0.0`` are two), strings, tuples, numpy dtypes, arrays by dtype, shape and
-  bytes (a 256-bit BLAKE2b digest past 4 KiB), TilingData by its packed struct bytes, TilingResult by all its
-  fields, frozen dataclasses and named tuples by their fields. A value of any other type makes the key
-  unbuildable and the call simply runs uncached. Keys hold copies, never the caller's arrays.
+  ``True`` are three keys), floats by their bits (``-0.0`` and ``0.0`` are two), strings, tuples, numpy dtypes,
+  arrays by dtype, shape and bytes (a 256-bit BLAKE2b digest past 4 KiB), TilingData by its packed struct bytes,
+  TilingResult and frozen dataclasses by their fields, named tuples by their items; a class that sets
+  ``_memo_by_value = True`` (immutable fields that compare exactly) is its own key. A value of any other type
+  makes the key unbuildable and the call simply runs uncached. Keys hold copies, never the caller's arrays.
 * Whatever raises is not stored: a rejected tiling raises again on every repeat, and no kernel runs.
 * Stored values must be immutable (frozen dataclasses, tuples, read-only arrays): every caller gets the same
   object.

@@ -195,9 +195,15 @@ def _scale_vec(op, truncate):
     return tqp.t19_f32(v) if truncate else np.ascontiguousarray(v, dtype=np.float32)
 
 
+def _broadcast_shapes(a, b):
+    """np.broadcast_shapes of two batch shapes as a tuple; equal ones (the 2-D case: both empty) need no numpy call."""
+    a, b = tuple(a), tuple(b)
+    return a if a == b else tuple(np.broadcast_shapes(a, b))
+
+
 def _batch_views(x1l, x2l):
     """Logical (b..., m, k) and (b..., k, n) -> lists of 2-D operand views per output batch element."""
-    batch = np.broadcast_shapes(x1l.shape[:-2], x2l.shape[:-2])
+    batch = _broadcast_shapes(x1l.shape[:-2], x2l.shape[:-2])
     a = np.broadcast_to(x1l, batch + x1l.shape[-2:])
     b = np.broadcast_to(x2l, batch + x2l.shape[-2:])
     nb = int(np.prod(batch)) if batch else 1
@@ -255,7 +261,7 @@ def _launch_epilogue(tr, acc, plan, sw, s2, s1, bias_i, bias_f, off9, y8, out_co
     access = None
     if sw.validate:
         # the blocks' rows follow the tiling alone; the buffers enter by their declarations (name, size, dtype)
-        decls = tuple(x for name, b in bufs for x in (name, b.size, b.dtype.str))
+        decls = tuple(x for name, b in bufs for x in (name, b.size, b.dtype))
         access = checked_access(("quant_matmul.epilogue", tr, decls, itemsize),
                                 lambda: kernel.epilogue_access(tr, bufs, itemsize), ub_size=tr.ub_size,
                                 what=f"{kernel.qbmm_epilogue_kernel.__name__} tiling")
@@ -294,7 +300,7 @@ def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None, trace=True):
     plan = routing.plan_v3(a.x1.dtype, a.x2_scale, a.x1_scale, a.bias.dtype if a.bias else None, a.out.dtype, m, n,
                            res.group_size)
     out_code = kernel.OUT_CODES[a.out.dtype]
-    batch = tuple(np.broadcast_shapes(a.x1.shape[:-2], a.x2.shape[:-2]))
+    batch = _broadcast_shapes(a.x1.shape[:-2], a.x2.shape[:-2])
     nb = int(np.prod(batch)) if batch else 1
     osize = kernel.OUT_ITEMSIZE[out_code]
     check_memory(nb * m * n * (osize + 4) + (a.x1.size + a.x2.size) * 8, "QuantBatchMatmulV3 output and operands")
@@ -395,7 +401,7 @@ def _perblock(plan, a, x1v, x2v, sig1, sig2, ops, sw, tr, m, n, k, nb):
     s2 = operands.scale_values(ops["x2_scale"])
     s1 = np.swapaxes(s1, -1, -2) if a.transpose_x1 else s1          # (…, M1, G)
     s2 = np.swapaxes(s2, -1, -2) if a.transpose_x2 else s2          # (…, G, N1)
-    batch = np.broadcast_shapes(x1v.shape[:-2], x2v.shape[:-2])
+    batch = _broadcast_shapes(x1v.shape[:-2], x2v.shape[:-2])
     s1 = np.array(np.broadcast_to(s1, batch + s1.shape[-2:]), dtype=np.float32, copy=True)
     s2 = np.array(np.broadcast_to(s2, batch + s2.shape[-2:]), dtype=np.float32, copy=True)
     g = -(-k // 128)
@@ -514,7 +520,7 @@ def _compute(res, ops, sw, user_tiling=None, block_dim=None, trace=True):
 
 def _empty_result(a):
     m, _, _, n = routing.mnk(a.x1, a.x2, a.transpose_x1, a.transpose_x2)
-    batch = tuple(np.broadcast_shapes(a.x1.shape[:-2], a.x2.shape[:-2]))
+    batch = _broadcast_shapes(a.x1.shape[:-2], a.x2.shape[:-2])
     return np.zeros(batch + (m, n), _out_numpy_dtype(a.out.dtype))
 
 
@@ -590,7 +596,7 @@ def npu_quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=No
     m, _, _, n = routing.mnk(o1.desc, o2.desc, o1.flipped, o2.flipped) if min(o1.desc.ndim, o2.desc.ndim) >= 2 \
         else (0, 0, 0, 0)
     try:
-        batch = np.broadcast_shapes(o1.desc.shape[:-2], o2.desc.shape[:-2]) if min(o1.desc.ndim, o2.desc.ndim) >= 2 \
+        batch = _broadcast_shapes(o1.desc.shape[:-2], o2.desc.shape[:-2]) if min(o1.desc.ndim, o2.desc.ndim) >= 2 \
             else ()
     except ValueError:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"npu_quant_matmul: the batch dims of x1 {o1.desc.shape[:-2]} and "

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from npu_emu import platforms
 from npu_emu.errors import (
     ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
+    ACLNN_ERR_INNER_TILING_ERROR,
     ACLNN_ERR_PARAM_INVALID,
     ACLNN_ERR_PARAM_NULLPTR,
     ACLNN_ERR_RUNTIME_ERROR,
@@ -1125,8 +1126,6 @@ def check_v4_tiling(res, soc):
 
     The per-block/per-group/MSD tiling itself is issue 8; these are the shape rules its IsCapable/CheckParams
     apply (``quant_batch_matmul_v4_perblock_tiling.cpp``, ``..._pergroup_tiling.cpp``)."""
-    from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR
-
     a = res.args
     if arch(soc) == 2201 and res.v4_mode == "A8W4-int":
         # quant_batch_matmul_v4_msd_tiling.cpp: x1 2-D; the per-group (K-G) weight ND, not transposed
