@@ -75,17 +75,21 @@ def _torch_dtype_name(d):
             "short": "int16", "float8_e8m0fnu": "float8_e8m0", "float4_e2m1fn_x2": "float4_e2m1"}.get(s, s)
 
 
-# numpy dtype -> its canonical name, filled as dtypes are met (str() of a numpy dtype costs microseconds per call).
-_NUMPY_RESOLVED = {}
+# numpy dtypes and names -> canonical names, filled as they are met: str() of a numpy dtype and the alias lookups
+# cost microseconds, several times per op call. Only names that resolve are kept, and at most _RESOLVED_MAX.
+_RESOLVED = {}
+_RESOLVED_MAX = 1024
 
 
 def resolve_dtype(d, what="dtype"):
     """Canonical dtype name for a numpy/ml_dtypes dtype, a torch dtype, an aclDataType int or a name."""
-    if isinstance(d, np.dtype):
-        name = _NUMPY_RESOLVED.get(d)
+    t = type(d)
+    if t is str or isinstance(d, np.dtype):
+        name = _RESOLVED.get((t, d))
         if name is None:
             name = _resolve_dtype(d, what)
-            _NUMPY_RESOLVED[d] = name
+            if len(_RESOLVED) < _RESOLVED_MAX:
+                _RESOLVED[(t, d)] = name
         return name
     return _resolve_dtype(d, what)
 

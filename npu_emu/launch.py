@@ -133,6 +133,9 @@ def checked_access(key, build, *, ub_size, validate=True, what="kernel tiling", 
     return memo.cached(("checked_access", key, ub_size, bool(validate), what), compute)
 
 
+_FLOAT16 = np.dtype(np.float16)
+
+
 def _check_buffers(gm_buffers, access):
     for i, buf in enumerate(gm_buffers):
         label = access.buffers[i].name if access is not None and i < len(access.buffers) else f"#{i}"
@@ -142,7 +145,7 @@ def _check_buffers(gm_buffers, access):
         if not buf.flags.c_contiguous:
             raise AclnnError(ACLNN_ERR_INNER, f"launch: GM buffer {label} is not C-contiguous; pass "
                                               f"np.ascontiguousarray(...) (kernels index GM flat)")
-        if buf.dtype.kind not in "biuf" or buf.dtype == np.float16:
+        if buf.dtype.kind not in "biuf" or buf.dtype == _FLOAT16:
             raise AclnnError(ACLNN_ERR_INNER, f"launch: GM buffer {label} has dtype {buf.dtype}, which numba "
                                               f"kernels cannot take; pass its bits (.view(np.uint16) for "
                                               f"16-bit floats, .view(np.uint8) for 8-bit and packed formats)")
