@@ -75,8 +75,26 @@ def _torch_dtype_name(d):
             "short": "int16", "float8_e8m0fnu": "float8_e8m0", "float4_e2m1fn_x2": "float4_e2m1"}.get(s, s)
 
 
+# numpy dtypes and names -> canonical names, filled as they are met: str() of a numpy dtype and the alias lookups
+# cost microseconds, several times per op call. Only names that resolve are kept, and at most _RESOLVED_MAX.
+_RESOLVED = {}
+_RESOLVED_MAX = 1024
+
+
 def resolve_dtype(d, what="dtype"):
     """Canonical dtype name for a numpy/ml_dtypes dtype, a torch dtype, an aclDataType int or a name."""
+    t = type(d)
+    if t is str or isinstance(d, np.dtype):
+        name = _RESOLVED.get((t, d))
+        if name is None:
+            name = _resolve_dtype(d, what)
+            if len(_RESOLVED) < _RESOLVED_MAX:
+                _RESOLVED[(t, d)] = name
+        return name
+    return _resolve_dtype(d, what)
+
+
+def _resolve_dtype(d, what):
     if d is None:
         raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{what} is None; pass a dtype")
     if isinstance(d, (bool, np.bool_)):
@@ -226,8 +244,17 @@ def as_array(x, name, *, origin=None):
                      f"{name} must be a numpy array or a torch CPU tensor, not {type(x).__name__}")
 
 
+_TORCH_DTYPE_FOR = []
+
+
 def _torch_dtype_for(nd, torch):
     """(numpy bits dtype, torch dtype) for numpy dtypes torch.from_numpy cannot take, else None."""
+    if not _TORCH_DTYPE_FOR:                 # built once, after torch is imported (every torch output asks)
+        _TORCH_DTYPE_FOR.append(_torch_dtype_table(torch))
+    return _TORCH_DTYPE_FOR[0].get(nd)
+
+
+def _torch_dtype_table(torch):
     return {
         np.dtype(ml_dtypes.bfloat16): (np.int16, torch.bfloat16),
         np.dtype(ml_dtypes.float8_e4m3fn): (np.uint8, torch.float8_e4m3fn),
@@ -238,7 +265,7 @@ def _torch_dtype_for(nd, torch):
         # no unpacked FP4 / INT4 dtype in torch: the codes (one per byte) as torch_npu's uint8 / int8 carriers
         np.dtype(ml_dtypes.float4_e2m1fn): (np.uint8, torch.uint8),
         np.dtype(ml_dtypes.int4): (np.int8, torch.int8),
-    }.get(nd)
+    }
 
 
 def to_user(arr, origin):
@@ -291,9 +318,12 @@ def choice(v, name, allowed):
 # Ops call check_memory(bytes, what) with their estimate (outputs + temporaries) before allocating, so a shape that
 # cannot fit fails with an AclnnError naming the size instead of a numpy MemoryError or the OOM killer. The cap is
 # the smaller of the user's limit (set_memory_limit, else the NPU_EMU_MEMORY_LIMIT environment variable) and the
-# memory the machine and the process's cgroup can still give (available_memory). Both are read at every call.
+# memory the machine and the process's cgroup can still give (available_memory). Both are read at every call, the
+# machine's only for estimates above MACHINE_CHECK_FLOOR: reading it costs five /proc and cgroup files (tens of
+# microseconds, more than a tiny op's kernel), and a process that cannot get a mebibyte more is past saving anyway.
 
 _memory_limit = None
+MACHINE_CHECK_FLOOR = 1 << 20
 _UNIT_POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 _BYTES_PATTERN = r"\s*([0-9]+(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?)\s*([kmgtp]?)(?:i?b)?\s*"
 
@@ -404,8 +434,9 @@ def available_memory():
     return avail
 
 
-def _memory_cap():
-    """(bytes, where the cap comes from) of the limit check_memory applies now; (None, "") when unknown."""
+def _memory_cap(nbytes=None):
+    """(bytes, where the cap comes from) of the limit check_memory applies now to an estimate of ``nbytes``
+    (None: any size); (None, "") when unknown."""
     caps = []
     if _memory_limit is not None:
         caps.append((_memory_limit, "the limit set with npu_emu.frontend.set_memory_limit()"))
@@ -413,7 +444,7 @@ def _memory_cap():
         env = os.environ.get("NPU_EMU_MEMORY_LIMIT", "").strip()
         if env:
             caps.append((_parse_bytes(env, "NPU_EMU_MEMORY_LIMIT"), "NPU_EMU_MEMORY_LIMIT"))
-    avail = available_memory()
+    avail = available_memory() if nbytes is None or nbytes > MACHINE_CHECK_FLOOR else None
     if avail is not None:
         caps.append((avail, "the memory available on this machine"))
     return min(caps, key=lambda c: c[0]) if caps else (None, "")
@@ -434,7 +465,7 @@ def check_memory(nbytes, what):
         raise AclnnError(ACLNN_ERR_INNER, f"memory estimate of {what} is {nbytes!r}; an op must pass a "
                                           f"non-negative integer byte count to check_memory")
     n = int(nbytes)
-    limit, source = _memory_cap()
+    limit, source = _memory_cap(n)
     if limit is not None and n > limit:
         raise AclnnError(ACLNN_ERR_RUNTIME_ERROR,
                          f"{what} needs {_fmt_bytes(n)} but {source} allows {_fmt_bytes(limit)}; use a smaller "

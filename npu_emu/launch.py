@@ -10,15 +10,18 @@ op's access pattern), so results do not depend on the host thread count.
 default) and calls the kernel. Nothing here compiles at import time.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 from numba import njit
 from numba.extending import overload
 
+from npu_emu import memo
 from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.tiling_data import TilingData
-from npu_emu.validate import MAX_BLOCK_DIM, WRITE, AccessPattern, validate as validate_access
+from npu_emu.validate import MAX_BLOCK_DIM, AccessPattern, ValidationReport, validate as validate_access
 
-__all__ = ["ub_view", "launch", "UbViewError"]
+__all__ = ["ub_view", "launch", "UbViewError", "CheckedAccess", "check_access", "checked_access"]
 
 
 def _itemsize(dtype):
@@ -83,6 +86,56 @@ def _positive_int(value, name, hi=None):
     return int(value)
 
 
+@dataclass(frozen=True)
+class CheckedAccess:
+    """What a launch still needs of an :class:`AccessPattern` once it has been checked: the GM buffer
+    declarations, the indices of the buffers the kernel writes and the tolerated over-runs (None: not validated).
+    Small and immutable, so that it is computed once per tiling (:func:`checked_access`) and shared by repeats."""
+
+    block_dim: int
+    buffers: tuple
+    written: frozenset
+    overruns: tuple = None
+
+    @property
+    def validated(self):
+        return self.overruns is not None
+
+
+def check_access(access, *, ub_size, validate=True, what="kernel tiling", problems=()):
+    """Validate ``access`` (when ``validate``) and summarise it as a :class:`CheckedAccess`.
+
+    ``problems``: sentences about tiling fields the access pattern cannot show (an op's own checks); they are
+    reported first, together with the pattern's failures, as one AclnnError 561002 naming ``what``.
+    """
+    overruns = None
+    if validate:
+        report = validate_access(access, ub_size=ub_size)
+        if problems:
+            report.errors[:0] = [f"tiling data: {p}" for p in problems]
+            report.counts["tiling data"] = len(problems)
+        report.raise_if_failed(what)
+        overruns = tuple(report.overruns)
+    return CheckedAccess(access.block_dim, access.buffers, access.written_buffers(), overruns)
+
+
+def checked_access(key, build, *, ub_size, validate=True, what="kernel tiling", problems=None):
+    """:func:`check_access` of ``build()`` (an AccessPattern) with ``problems()`` (a list of sentences, or None),
+    computed once per ``key`` (npu_emu.memo). ``key`` must hold everything ``build`` and ``problems`` read: the
+    op, its TilingResult (struct bytes, block_dim), the GM sizes and dtypes, every switch that changes an access,
+    and input values that do (e.g. a gather's indices). A rejected tiling is not stored: it is built, validated
+    and rejected again on every call."""
+
+    def compute():
+        extra = problems() if (validate and problems is not None) else ()
+        return check_access(build(), ub_size=ub_size, validate=validate, what=what, problems=extra)
+
+    return memo.cached(("checked_access", key, ub_size, bool(validate), what), compute)
+
+
+_FLOAT16 = np.dtype(np.float16)
+
+
 def _check_buffers(gm_buffers, access):
     for i, buf in enumerate(gm_buffers):
         label = access.buffers[i].name if access is not None and i < len(access.buffers) else f"#{i}"
@@ -92,7 +145,7 @@ def _check_buffers(gm_buffers, access):
         if not buf.flags.c_contiguous:
             raise AclnnError(ACLNN_ERR_INNER, f"launch: GM buffer {label} is not C-contiguous; pass "
                                               f"np.ascontiguousarray(...) (kernels index GM flat)")
-        if buf.dtype.kind not in "biuf" or buf.dtype == np.float16:
+        if buf.dtype.kind not in "biuf" or buf.dtype == _FLOAT16:
             raise AclnnError(ACLNN_ERR_INNER, f"launch: GM buffer {label} has dtype {buf.dtype}, which numba "
                                               f"kernels cannot take; pass its bits (.view(np.uint16) for "
                                               f"16-bit floats, .view(np.uint8) for 8-bit and packed formats)")
@@ -102,7 +155,7 @@ def _check_buffers(gm_buffers, access):
         names = ", ".join(b.name for b in access.buffers)
         raise AclnnError(ACLNN_ERR_INNER, f"launch: {len(gm_buffers)} GM buffers passed but the access pattern "
                                           f"declares {len(access.buffers)} ({names}), in kernel argument order")
-    written = set(np.unique(access.records["buffer"][access.records["mode"] == WRITE]).tolist())
+    written = access.written if isinstance(access, CheckedAccess) else access.written_buffers()
     for i, (arr, decl) in enumerate(zip(gm_buffers, access.buffers)):
         if arr.dtype != decl.dtype or arr.size != decl.size:
             raise AclnnError(ACLNN_ERR_INNER, f"launch: GM buffer {decl.name} is {arr.dtype}[{arr.size}] but the "
@@ -120,6 +173,8 @@ def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validat
     reads or writes outside a buffer, writes an element twice, leaves output elements unwritten or
     overflows ``ub_size`` raises AclnnError 561002 naming core, tile, buffer and range, and the kernel does
     not run. Buffer counts, dtypes and sizes are checked against ``access`` even with ``validate=False``.
+    ``access`` may also be a :class:`CheckedAccess` (the pattern already checked, e.g. by :func:`checked_access`);
+    with ``validate=True`` it must be a validated one.
 
     Returns the :class:`~npu_emu.validate.ValidationReport` (its ``overruns`` are the trace's ``gm_overrun``),
     or None when nothing was validated. Kernels write their outputs in place; their return value is unused.
@@ -130,9 +185,12 @@ def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validat
         raise AclnnError(ACLNN_ERR_INNER, f"launch: tiling is a {type(tiling).__name__}; pass the op's "
                                           f"TilingData instance")
     if access is not None:
-        if not isinstance(access, AccessPattern):
+        if not isinstance(access, (AccessPattern, CheckedAccess)):
             raise AclnnError(ACLNN_ERR_INNER, f"launch: access is a {type(access).__name__}; pass an "
-                                              f"AccessPattern (or None)")
+                                              f"AccessPattern or a CheckedAccess (or None)")
+        if validate and isinstance(access, CheckedAccess) and not access.validated:
+            raise AclnnError(ACLNN_ERR_INNER, "launch: validate=True with a CheckedAccess that was not validated; "
+                                              "check it with validate=True first")
         if access.block_dim != block_dim:
             raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR,
                              f"launch: block_dim={block_dim} but the access pattern describes "
@@ -140,7 +198,9 @@ def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validat
     _check_buffers(gm_buffers, access)
 
     report = None
-    if validate and access is not None:
+    if validate and isinstance(access, CheckedAccess):
+        report = ValidationReport(overruns=list(access.overruns))
+    elif validate and access is not None:
         report = validate_access(access, ub_size=ub_size)
         report.raise_if_failed(f"{getattr(kernel, '__name__', 'kernel')} tiling")
 

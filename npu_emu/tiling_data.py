@@ -259,9 +259,14 @@ class TilingData(metaclass=_TilingMeta):
     # ---- bytes --------------------------------------------------------------------------------------
     def to_bytes(self):
         """The struct's byte image: little-endian, natural alignment, zero padding."""
-        buf = bytearray(self.nbytes())
-        self._pack_into(buf, 0)
-        return bytes(buf)
+        # Kept on the (frozen) instance: a repeated call keys its memo on these bytes and launches the same tiling.
+        raw = self.__dict__.get("_packed")
+        if raw is None:
+            buf = bytearray(self.nbytes())
+            self._pack_into(buf, 0)
+            raw = bytes(buf)
+            object.__setattr__(self, "_packed", raw)
+        return raw
 
     def _pack_into(self, buf, base):
         for m in _layout(type(self)).members:
@@ -330,6 +335,13 @@ class TilingData(metaclass=_TilingMeta):
 
     def to_numba(self):
         """The namedtuple the kernel receives (one class per TilingData class, so one compile)."""
+        nt = self.__dict__.get("_numba")
+        if nt is None:
+            nt = self._build_numba()
+            object.__setattr__(self, "_numba", nt)
+        return nt
+
+    def _build_numba(self):
         values = []
         for m in _layout(type(self)).members:
             v = getattr(self, m.name)

@@ -101,6 +101,7 @@ class AccessPattern:
         self._index = {}
         self._chunks, self._ub_chunks = [], []
         self._records = self._ub_records = None
+        self._written = None
 
     # ---- building ---------------------------------------------------------------------------------------
     def gm(self, name, size, dtype, *, output=False, overrun=0):
@@ -132,7 +133,7 @@ class AccessPattern:
         rec["buffer"] = self._index[name]
         rec["mode"] = mode
         self._chunks.append(rec)
-        self._records = None
+        self._records = self._written = None
 
     def ub(self, core, tile, nbytes):
         """UB bytes needed by (core, tile); tile -1 = the core's Init (buffers that live for all tiles)."""
@@ -161,6 +162,13 @@ class AccessPattern:
 
     def buffer(self, name):
         return self.buffers[self._index[name]]
+
+    def written_buffers(self):
+        """frozenset of the indices of the buffers some record writes."""
+        if self._written is None:
+            rec = self.records
+            self._written = frozenset(np.unique(rec["buffer"][rec["mode"] == WRITE]).tolist())
+        return self._written
 
     def __repr__(self):
         bufs = ", ".join(f"{b.name}[{b.size}]" for b in self.buffers)

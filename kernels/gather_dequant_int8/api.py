@@ -8,6 +8,7 @@ convert back. Switch defaults: spec gather_dequant_int8.md §0.
 
 import numpy as np
 
+from npu_emu import memo
 from npu_emu.frontend import (
     Executor,
     Origin,
@@ -39,7 +40,8 @@ def _prepare(table, indices, scale, zero_point, out, fp16_subnormal, soc, ub_siz
     core_num = None if core_num is None else as_int(core_num, "core_num")
     _, emb = checks.check_inputs(t, i, s, z, out=out)
     checks.require_kernel(soc)
-    tr = tiling_mod.gather_dequant_int8_tiling(t.shape, i.shape, soc=soc, ub_size=ub_size, core_num=core_num)
+    tr = memo.call(tiling_mod.gather_dequant_int8_tiling, tuple(t.shape), tuple(i.shape), soc=soc, ub_size=ub_size,
+                   core_num=core_num)
     checks.check_ub(tiling_mod.footprint(tr), ub_size)
     return t, i, s, z, tuple(i.shape) + (emb,), tr
 

@@ -23,8 +23,8 @@ from npu_emu.ascendc import CAST_NONE, CAST_RINT, DT_FLOAT16, DT_UINT8, Adds, Ca
 from npu_emu.dtypes.scalar import f16_to_f32, f32_to_f16
 from npu_emu.jit_options import PARALLEL
 from npu_emu.kernels.gather_dequant_int8.tiling import BUFFER_NUM, align_up, core_range, ub_offsets
-from npu_emu.launch import launch, ub_view
-from npu_emu.validate import AccessPattern, validate as validate_access
+from npu_emu.launch import checked_access, launch, ub_view
+from npu_emu.validate import AccessPattern, ValidationReport
 
 Q_VALUES = 256          # a table byte has 256 values: the size of the fast kernel's per-row table
 FAST_CHUNK = 32         # tokens per prange iteration of the fast kernel
@@ -155,7 +155,13 @@ def run(table, indices, scale, zero_point, y, tr, *, flush=False, faithful=False
     """Launch on checked inputs: table uint8 [V, E], indices int32 (N,), scale / zero_point uint16 (V,) half bits,
     y uint16 [N, E] (written in place), ``tr`` the tiling result. Returns the validation report (or None)."""
     gm = (table.reshape(-1), indices, scale, zero_point, y.reshape(-1))
-    access = access_pattern(tr, indices) if validate else None
+    checked = None
+    if validate:
+        # the table reads follow the indices, so their values are part of the key; the fast path has no UB
+        # layout (check_ub ran before)
+        checked = checked_access(("gather_dequant_int8", tr, indices, bool(faithful)),
+                                 lambda: access_pattern(tr, indices), ub_size=tr.ub_size if faithful else None,
+                                 what="gather_dequant_int8 tiling")
     if faithful:
         ftz = np.bool_(flush)
 
@@ -164,11 +170,7 @@ def run(table, indices, scale, zero_point, y, tr, *, flush=False, faithful=False
             # as a second compiled kernel (each parallel entry costs seconds of compile time)
             gather_dequant_int8_kernel(block_dim, td, ub_size, *buffers, ftz)
 
-        return launch(gather_dequant_int8, tr.block_dim, tr.tiling, *gm, ub_size=tr.ub_size, access=access,
+        return launch(gather_dequant_int8, tr.block_dim, tr.tiling, *gm, ub_size=tr.ub_size, access=checked,
                       validate=validate)
-    report = None
-    if access is not None:
-        report = validate_access(access)          # the fast path has no UB layout; check_ub ran before
-        report.raise_if_failed("gather_dequant_int8 tiling")
     gather_dequant_int8_fast(tr.tiling.to_numba(), *gm, bool(flush))
-    return report
+    return None if checked is None else ValidationReport(overruns=list(checked.overruns))

@@ -12,6 +12,7 @@ uint8 E8M0 codes (view as ml_dtypes.float8_e8m0fnu for values).
 import ml_dtypes
 import numpy as np
 
+from npu_emu import memo
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend import (
     Executor,
@@ -226,13 +227,13 @@ def _grouped_common(xa, gi, round_mode, dst_type, blocksize, scale_alg, dst_type
         checks.check_group_index_values(gi, xa.shape[0])
         return x_dtype, None
     m, n = xa.shape
-    tr = tiling_mod.grouped_tiling(m, n, gi.shape[0], x_dtype=x_dtype, y_dtype=y_desc.dtype, round_mode=round_mode,
-                                   dst_type=dst_type, blocksize=blocksize, scale_alg=scale_alg,
-                                   dst_type_max=dst_type_max, group_index_dtype=gi_desc.dtype,
-                                   mxscale_shape=s_desc.shape, soc=soc, core_num=core_num)
+    tr = memo.call(tiling_mod.grouped_tiling, m, n, gi.shape[0], x_dtype=x_dtype, y_dtype=y_desc.dtype,
+                   round_mode=round_mode, dst_type=dst_type, blocksize=blocksize, scale_alg=scale_alg,
+                   dst_type_max=dst_type_max, group_index_dtype=gi_desc.dtype, mxscale_shape=s_desc.shape, soc=soc,
+                   core_num=core_num)
     checks.check_grouped_mxscale_contiguous(s_desc)
     checks.check_group_index_values(gi, m)
-    return x_dtype, _user_tiling(tiling, tr)
+    return x_dtype, memo.call(_user_tiling, tiling, tr)
 
 
 def npu_grouped_dynamic_mx_quant(x, group_index, *, round_mode="rint", dst_type=23, blocksize=32, scale_alg=0,
@@ -402,8 +403,8 @@ def _dynamic_alg(scale_alg, y_dtype, dst_type_max):
 def _dynamic_run(xa, x_dtype, axis, y_dtype, round_mode, block_size, scale_alg, dst_type_max, max_low_bound, *,
                  soc, cann_version, signed_zero, ftz, fp4_nibble_order, core_num, ub_size, faithful, validate):
     """-> (y codes flat, mxscale flat, TilingResult, overruns) for checked, non-empty input."""
-    tr = tiling_mod.dynamic_unit_tiling(xa.shape, axis, x_dtype=x_dtype, y_dtype=y_dtype, block_size=block_size,
-                                        soc=soc, core_num=core_num, ub_size=ub_size)
+    tr = memo.call(tiling_mod.dynamic_unit_tiling, tuple(xa.shape), axis, x_dtype=x_dtype, y_dtype=y_dtype,
+                   block_size=block_size, soc=soc, core_num=core_num, ub_size=ub_size)
     td = tr.tiling
     alg, cls, r32 = _dynamic_alg(scale_alg, y_dtype, dst_type_max)
     params = kernel.make_params(x_dtype=x_dtype, y_dtype=y_dtype, round_mode=round_mode, alg=alg, dtm_class=cls,

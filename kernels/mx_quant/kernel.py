@@ -126,8 +126,9 @@ from npu_emu.kernels.mx_quant.common import (  # noqa: F401  (the constants and 
     grouped_core_tiles,
     make_params,
 )
+from npu_emu import memo
 from npu_emu.kernels.mx_quant.tiling import dynamic_ub_bytes, grouped_ub_bytes, unit_ranges
-from npu_emu.launch import launch, ub_view
+from npu_emu.launch import checked_access, launch, ub_view
 from npu_emu.specialize import const, load, njit
 from npu_emu.validate import MAX_BLOCK_DIM, MAX_TILES, AccessPattern
 
@@ -748,8 +749,10 @@ def run_grouped(x_bits, group_index, y, mxscale, tr, params, r32, *, shape, vali
     td = tr.tiling
     fp4 = params[P_DST] >= D_E2M1
     m, n = shape
-    _check_grouped_tiling(td, m, n, tr.ub_size, group_index, validate)
-    access = grouped_access(td, group_index, m, n, fp4, tr.block_dim) if validate else None
+    memo.call(_check_grouped_tiling, td, m, n, tr.ub_size, group_index, validate)
+    access = checked_access(("mx_quant.grouped", tr, group_index, m, n, fp4),
+                            lambda: grouped_access(td, group_index, m, n, fp4, tr.block_dim), ub_size=tr.ub_size,
+                            what="grouped_dynamic_mx_quant tiling") if validate else None
 
     fused = fused_walk_covers(td, tr.block_dim, params)
 
@@ -954,7 +957,8 @@ def run_dynamic(x_bits, y, mxscale, tr, params, r32, mlb32, x_dtype, *, validate
     if td.postAxisSize > 1 and td.pairChunk != 1:
         raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR,
                          f"pairChunk={td.pairChunk}: units off the tail axis hold one block pair (pairChunk 1)")
-    access = dynamic_access(td, fp4, x_dtype) if validate else None
+    access = checked_access(("mx_quant.dynamic", tr, fp4, x_dtype), lambda: dynamic_access(td, fp4, x_dtype),
+                            ub_size=tr.ub_size, what="dynamic_mx_quant tiling") if validate else None
 
     dev = device_for(params)
 

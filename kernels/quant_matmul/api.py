@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from npu_emu import memo, platforms
 from npu_emu.dtypes import scalar
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from npu_emu.frontend import (
@@ -41,7 +42,7 @@ from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul.checks import QmmArgs
 from npu_emu.kernels.quant_matmul.operands import Operand, float_values, int_values, logical
 from npu_emu.kernels.quant_matmul.routing import TensorDesc
-from npu_emu.launch import launch
+from npu_emu.launch import checked_access, launch
 
 DEFAULT_SOC = "ascend910b2"
 FIXPIPE_ROUND = ("rne", "half_away")
@@ -68,8 +69,6 @@ class Switches:
 
 def _switches(soc, float_accum, fixpipe_round, cast_overflow, tcg_fp8_overflow, fp4_nibble_order, e8m0_zero,
               group_size_inference, core_num, faithful, validate):
-    from npu_emu import platforms
-
     platforms.get(soc)  # unknown soc -> the platform module's error
     return Switches(
         soc=soc, float_accum=choice(float_accum, "float_accum", accum.FLOAT_ACCUM),
@@ -196,9 +195,15 @@ def _scale_vec(op, truncate):
     return tqp.t19_f32(v) if truncate else np.ascontiguousarray(v, dtype=np.float32)
 
 
+def _broadcast_shapes(a, b):
+    """np.broadcast_shapes of two batch shapes as a tuple; equal ones (the 2-D case: both empty) need no numpy call."""
+    a, b = tuple(a), tuple(b)
+    return a if a == b else tuple(np.broadcast_shapes(a, b))
+
+
 def _batch_views(x1l, x2l):
     """Logical (b..., m, k) and (b..., k, n) -> lists of 2-D operand views per output batch element."""
-    batch = np.broadcast_shapes(x1l.shape[:-2], x2l.shape[:-2])
+    batch = _broadcast_shapes(x1l.shape[:-2], x2l.shape[:-2])
     a = np.broadcast_to(x1l, batch + x1l.shape[-2:])
     b = np.broadcast_to(x2l, batch + x2l.shape[-2:])
     nb = int(np.prod(batch)) if batch else 1
@@ -252,15 +257,22 @@ def _launch_epilogue(tr, acc, plan, sw, s2, s1, bias_i, bias_f, off9, y8, out_co
     bufs = [("acc_i32", acc_i32), ("acc_f32", acc_f32), ("s2", small(s2, np.float32)), ("s1", small(s1, np.float32)),
             ("bias_i", small(bias_i, np.int32)), ("bias_f", small(bias_f, np.float32)), ("off9", small(off9, np.int32)),
             ("cfg", cfg), ("y", y8)]
-    access = kernel.epilogue_access(tr, bufs, kernel.OUT_ITEMSIZE[out_code]) if sw.validate else None
+    itemsize = kernel.OUT_ITEMSIZE[out_code]
+    access = None
+    if sw.validate:
+        # the blocks' rows follow the tiling alone; the buffers enter by their declarations (name, size, dtype)
+        decls = tuple(x for name, b in bufs for x in (name, b.size, b.dtype))
+        access = checked_access(("quant_matmul.epilogue", tr, decls, itemsize),
+                                lambda: kernel.epilogue_access(tr, bufs, itemsize), ub_size=tr.ub_size,
+                                what=f"{kernel.qbmm_epilogue_kernel.__name__} tiling")
     report = launch(kernel.qbmm_epilogue_kernel, tr.block_dim, tr.tiling, *[b for _, b in bufs], ub_size=tr.ub_size,
                     access=access, validate=sw.validate)
     return report
 
 
-def _tiling_for(shape, plan, sw, bias_three_dim, user_tiling, block_dim):
-    tr = tiling_mod.quant_matmul_tiling(shape, soc=sw.soc, core_num=sw.core_num, plan=plan,
-                                        bias_three_dim=bias_three_dim)
+def _tiling_for(shape, plan, soc, core_num, bias_three_dim, user_tiling, block_dim):
+    """The host tiling, or the user's in its place, on ``block_dim`` cores (pure: compute_v3 memoises it)."""
+    tr = tiling_mod.quant_matmul_tiling(shape, soc=soc, core_num=core_num, plan=plan, bias_three_dim=bias_three_dim)
     if user_tiling is not None:
         td = user_tiling
         if isinstance(td, (bytes, bytearray, memoryview)):
@@ -276,8 +288,9 @@ def _tiling_for(shape, plan, sw, bias_three_dim, user_tiling, block_dim):
     return tr
 
 
-def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None):
-    """QuantBatchMatmulV3 on checked operands -> (y (numpy, out dtype, out shape), Trace)."""
+def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None, trace=True):
+    """QuantBatchMatmulV3 on checked operands -> (y (numpy, out dtype, out shape), Trace, or None unless
+    ``trace``)."""
     a = res.args
     x1, x2 = ops["x1"], ops["x2"]
     if x2.desc.fmt == "NZ":
@@ -287,14 +300,15 @@ def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None):
     plan = routing.plan_v3(a.x1.dtype, a.x2_scale, a.x1_scale, a.bias.dtype if a.bias else None, a.out.dtype, m, n,
                            res.group_size)
     out_code = kernel.OUT_CODES[a.out.dtype]
-    batch = tuple(np.broadcast_shapes(a.x1.shape[:-2], a.x2.shape[:-2]))
+    batch = _broadcast_shapes(a.x1.shape[:-2], a.x2.shape[:-2])
     nb = int(np.prod(batch)) if batch else 1
     osize = kernel.OUT_ITEMSIZE[out_code]
     check_memory(nb * m * n * (osize + 4) + (a.x1.size + a.x2.size) * 8, "QuantBatchMatmulV3 output and operands")
     shape = tiling_mod.MatmulShape(m, n, k, batch=nb, trans_a=a.transpose_x1, trans_b=a.transpose_x2,
                                    a_dtype=a.x1.dtype, b_dtype=a.x2.dtype, is_mx=plan.quant_mode == "MX",
                                    perblock=plan.quant_mode == "B-B", gs_m=plan.gs_m)
-    tr = _tiling_for(shape, plan, sw, bias_op is not None and bias_op.data.ndim == 3, user_tiling, block_dim)
+    tr = memo.call(_tiling_for, shape, plan, sw.soc, sw.core_num, bias_op is not None and bias_op.data.ndim == 3,
+                   user_tiling, block_dim)
     notes = list(tr.notes)
 
     # ---- cube: the L0C value of every base block ---------------------------------------------------------------
@@ -306,8 +320,6 @@ def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None):
         if sw.faithful:
             a_c = np.array(a3, copy=True).reshape(-1)
             b_c = np.array(b3, copy=True).reshape(-1)
-            from npu_emu import platforms
-
             l0a_nz = np.array([int(platforms.get(sw.soc).npu_arch == 3510)], np.int64)
             launch(kernel.qbmm_cube_faithful_kernel, tr.block_dim, tr.tiling, a_c, b_c, acc.reshape(-1), l0a_nz,
                    ub_size=tr.ub_size, validate=False)
@@ -344,6 +356,8 @@ def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None):
     y8 = np.empty(nb * m * n * osize, np.uint8)
     report = _launch_epilogue(tr, acc, plan, sw, s2, s1, bias_i, bias_f, off9, y8, out_code)
     y = y8.view(_out_numpy_dtype(a.out.dtype)).reshape(batch + (m, n))
+    if not trace:
+        return y, None
     trace = Trace(op="QuantBatchMatmulV3", soc=tr.soc, tiling_data=tr.tiling.fields(),
                   tiling_data_bytes=tr.tiling.to_bytes(), tiling_key=tr.tiling_key, block_dim=tr.block_dim,
                   workspace_size=tr.workspace_size, ub_bytes_per_core=tr.ub_size,
@@ -387,7 +401,7 @@ def _perblock(plan, a, x1v, x2v, sig1, sig2, ops, sw, tr, m, n, k, nb):
     s2 = operands.scale_values(ops["x2_scale"])
     s1 = np.swapaxes(s1, -1, -2) if a.transpose_x1 else s1          # (…, M1, G)
     s2 = np.swapaxes(s2, -1, -2) if a.transpose_x2 else s2          # (…, G, N1)
-    batch = np.broadcast_shapes(x1v.shape[:-2], x2v.shape[:-2])
+    batch = _broadcast_shapes(x1v.shape[:-2], x2v.shape[:-2])
     s1 = np.array(np.broadcast_to(s1, batch + s1.shape[-2:]), dtype=np.float32, copy=True)
     s2 = np.array(np.broadcast_to(s2, batch + s2.shape[-2:]), dtype=np.float32, copy=True)
     g = -(-k // 128)
@@ -462,11 +476,17 @@ def _args(api, ops, out_desc, transpose_x1, transpose_x2, group_size):
 
 
 def _check(api, a, sw):
+    # pure in the tensor descriptions and two switches: a repeated call takes the (frozen) result from the memo,
+    # a rejected one is checked and rejected again
+    return memo.call(_check_args, api, a, sw.soc, sw.group_size_inference)
+
+
+def _check_args(api, a, soc, group_size_inference):
     if api == 5:
-        return checks.check_v5(a, sw.soc, group_size_inference=sw.group_size_inference)
+        return checks.check_v5(a, soc, group_size_inference=group_size_inference)
     if api == "nz":
-        return checks.check_weight_nz(a, sw.soc, group_size_inference=sw.group_size_inference)
-    return checks.check_v3v4(a, sw.soc, group_size_inference=sw.group_size_inference)
+        return checks.check_weight_nz(a, soc, group_size_inference=group_size_inference)
+    return checks.check_v3v4(a, soc, group_size_inference=group_size_inference)
 
 
 # QuantBatchMatmulV4 modes with an implementation: v4 mode name (routing.V4_MODES) ->
@@ -492,15 +512,15 @@ def _gated(res, sw):
     checks.require_v3_kernel(res, sw.soc)
 
 
-def _compute(res, ops, sw, user_tiling=None, block_dim=None):
+def _compute(res, ops, sw, user_tiling=None, block_dim=None, trace=True):
     if res.op == "QuantBatchMatmulV4":
         return V4_KERNELS[res.v4_mode](res, ops, sw, user_tiling=user_tiling, block_dim=block_dim)
-    return compute_v3(res, ops, sw, user_tiling=user_tiling, block_dim=block_dim)
+    return compute_v3(res, ops, sw, user_tiling=user_tiling, block_dim=block_dim, trace=trace)
 
 
 def _empty_result(a):
     m, _, _, n = routing.mnk(a.x1, a.x2, a.transpose_x1, a.transpose_x2)
-    batch = tuple(np.broadcast_shapes(a.x1.shape[:-2], a.x2.shape[:-2]))
+    batch = _broadcast_shapes(a.x1.shape[:-2], a.x2.shape[:-2])
     return np.zeros(batch + (m, n), _out_numpy_dtype(a.out.dtype))
 
 
@@ -576,7 +596,7 @@ def npu_quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=No
     m, _, _, n = routing.mnk(o1.desc, o2.desc, o1.flipped, o2.flipped) if min(o1.desc.ndim, o2.desc.ndim) >= 2 \
         else (0, 0, 0, 0)
     try:
-        batch = np.broadcast_shapes(o1.desc.shape[:-2], o2.desc.shape[:-2]) if min(o1.desc.ndim, o2.desc.ndim) >= 2 \
+        batch = _broadcast_shapes(o1.desc.shape[:-2], o2.desc.shape[:-2]) if min(o1.desc.ndim, o2.desc.ndim) >= 2 \
             else ()
     except ValueError:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"npu_quant_matmul: the batch dims of x1 {o1.desc.shape[:-2]} and "
@@ -589,7 +609,7 @@ def npu_quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=No
         y, tr = _empty_result(res.args), None
     else:
         _gated(res, sw)
-        y, tr = _compute(res, ops, sw, user_tiling=tiling, block_dim=block_dim)
+        y, tr = _compute(res, ops, sw, user_tiling=tiling, block_dim=block_dim, trace=trace)
     y = to_user(y, origin)
     return (y, tr) if trace else y
 
@@ -626,10 +646,10 @@ def _workspace(api, op_name, tensors, out, transpose_x1, transpose_x2, group_siz
         _gated(res, sw)
         m, _, _, n = routing.mnk(res.args.x1, res.args.x2, res.args.transpose_x1, res.args.transpose_x2)
         shape = tiling_mod.MatmulShape(m, n, 1)
-        ws = tiling_mod.quant_matmul_tiling(shape, soc=sw.soc, core_num=sw.core_num).workspace_size
+        ws = memo.call(tiling_mod.quant_matmul_tiling, shape, soc=sw.soc, core_num=sw.core_num).workspace_size
 
         def run():
-            y, _ = _compute(res, ops, sw)
+            y, _ = _compute(res, ops, sw, trace=False)
             write_out(out, y.reshape(o.shape))
 
         return Executor(op_name, run, ws)

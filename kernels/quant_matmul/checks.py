@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from npu_emu import platforms
 from npu_emu.errors import (
     ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
+    ACLNN_ERR_INNER_TILING_ERROR,
     ACLNN_ERR_PARAM_INVALID,
     ACLNN_ERR_PARAM_NULLPTR,
     ACLNN_ERR_RUNTIME_ERROR,
@@ -55,9 +56,12 @@ def arch(soc):
     return platforms.get(soc).npu_arch
 
 
-@dataclass
+@dataclass(frozen=True)
 class QmmArgs:
-    """One call as the aclnn layer sees it (descs may be None). ``api``: 3, 4, 5 or "nz"."""
+    """One call as the aclnn layer sees it (descs may be None). ``api``: 3, 4, 5 or "nz". Frozen: the checks'
+    results are shared by repeated calls (npu_emu.memo)."""
+
+    _memo_by_value = True       # its own npu_emu.memo key: immutable fields (str, int, bool, tuples) compared by ==
 
     api: object
     x1: TensorDesc
@@ -79,10 +83,12 @@ class QmmArgs:
         return API_NAMES[self.api] + "GetWorkspaceSize"
 
 
-@dataclass
+@dataclass(frozen=True)
 class CheckResult:
     """What the checks decided: the device op, the (V4) mode, the inferred groupSize, the args after the
     INT32 -> INT4 conversion, and whether the aclnn empty-tensor shortcut applies."""
+
+    _memo_by_value = True       # its own npu_emu.memo key: immutable fields (str, int, bool, tuples) compared by ==
 
     op: str
     v4_mode: str = None
@@ -1120,8 +1126,6 @@ def check_v4_tiling(res, soc):
 
     The per-block/per-group/MSD tiling itself is issue 8; these are the shape rules its IsCapable/CheckParams
     apply (``quant_batch_matmul_v4_perblock_tiling.cpp``, ``..._pergroup_tiling.cpp``)."""
-    from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR
-
     a = res.args
     if arch(soc) == 2201 and res.v4_mode == "A8W4-int":
         # quant_batch_matmul_v4_msd_tiling.cpp: x1 2-D; the per-group (K-G) weight ND, not transposed

@@ -31,6 +31,8 @@ V4_MODES = ("A8W4-float", "A8W4-int", "A8W8-perblock", "A4W4-pergroup-asym")
 class TensorDesc:
     """What the aclnn layer knows of a tensor: dtype name, view shape and storage format ("ND" / "NZ")."""
 
+    _memo_by_value = True       # its own npu_emu.memo key: immutable fields (str, int, bool, tuples) compared by ==
+
     dtype: str
     shape: tuple
     fmt: str = "ND"
@@ -158,6 +160,8 @@ class QuantPlan:
     ``truncate_scale``: t19 applied to a float x2Scale (U64 scales are always t19: their storage is FP19).
     ``merge_scales``: doublescale cube path, s = t19(f32(x2Scale * x1Scale)).
     """
+
+    _memo_by_value = True       # its own npu_emu.memo key: immutable fields (str, int, bool, tuples) compared by ==
 
     quant_mode: str
     accum: str

@@ -163,6 +163,8 @@ def elems(nbytes, dtype):
 class MatmulShape:
     """What the tiling reads from the inputs."""
 
+    _memo_by_value = True       # its own npu_emu.memo key: immutable fields (str, int, bool, tuples) compared by ==
+
     m: int
     n: int
     k: int

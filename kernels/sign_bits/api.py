@@ -6,6 +6,7 @@ convert back. Defaults: spec sign_bits.md §1 (soc ascend910b2, nan_bit 0, denor
 
 import numpy as np
 
+from npu_emu import memo
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend import (
     Executor,
@@ -16,6 +17,7 @@ from npu_emu.frontend import (
     check_memory,
     choice,
     get_workspace,
+    is_torch_tensor,
     run_executor,
     to_user,
     write_out,
@@ -50,43 +52,47 @@ def _make_trace(op, tr, overruns, notes=()):
 # the computations shared by both front ends (inputs already checked)
 # ---------------------------------------------------------------------------------------------------------------
 
+def _tiling_result(op, n, name, soc, core_num, ub_size, tiling, block_dim):
+    """The host tiling (or the user's ``tiling`` in its place) launched on ``block_dim`` cores; pure in its
+    arguments, so the front ends take it from npu_emu.memo (a user tiling by its fields or packed bytes)."""
+    family = checks.soc_family(soc)
+    if op == "unpack":
+        host = tiling_mod.unpack_tiling_950 if family == "950" else tiling_mod.unpack_tiling
+        cls = tiling_mod.SignBitsUnpackTilingData950 if family == "950" else tiling_mod.SignBitsUnpackTilingData
+    else:
+        host = tiling_mod.pack_tiling_950 if family == "950" else tiling_mod.pack_tiling
+        cls = tiling_mod.SignBitsPackTilingData950 if family == "950" else tiling_mod.SignBitsPackTilingData
+    tr = _user_tiling(tiling, cls, host(n, name, soc=soc, core_num=core_num, ub_size=ub_size))
+    return kernel.with_block_dim(tr, block_dim)
+
+
 def _unpack(x, size, out_name, soc, core_num, ub_size, tiling, block_dim, validate, faithful=False):
+    """-> (y, TilingResult or None, overruns); the trace is made from them only when asked for."""
     n = x.shape[0]
     out_dtype = np.float16 if out_name == "float16" else np.float32
     if n == 0:
-        return np.empty((size, 0), out_dtype), None
+        return np.empty((size, 0), out_dtype), None, []
     family = checks.soc_family(soc)
     check_memory(8 * n * np.dtype(out_dtype).itemsize, "SignBitsUnpack output")
     y = np.empty(8 * n, out_dtype)
-    if family == "950":
-        tr = tiling_mod.unpack_tiling_950(n, out_name, soc=soc, core_num=core_num, ub_size=ub_size)
-        tr = _user_tiling(tiling, tiling_mod.SignBitsUnpackTilingData950, tr)
-    else:
-        tr = tiling_mod.unpack_tiling(n, out_name, soc=soc, core_num=core_num, ub_size=ub_size)
-        tr = _user_tiling(tiling, tiling_mod.SignBitsUnpackTilingData, tr)
-    tr = kernel.with_block_dim(tr, block_dim)
+    tr = memo.call(_tiling_result, "unpack", n, out_name, soc, core_num, ub_size, tiling, block_dim)
     overruns = kernel.run_unpack(x, y, tr, family, validate=validate, faithful=faithful)
-    return y.reshape(size, -1), _make_trace("SignBitsUnpack", tr, overruns)
+    return y.reshape(size, -1), tr, overruns
 
 
 def _pack(x, size, in_name, soc, core_num, ub_size, nan_bit, denormal_compare, tiling, block_dim, validate):
+    """-> (y, TilingResult or None, overruns)."""
     n = x.shape[0]
     packed = -(-n // 8)
     if n == 0:
-        return np.empty((size, 0), np.uint8), None
+        return np.empty((size, 0), np.uint8), None, []
     family = checks.soc_family(soc)
     y = np.empty(packed, np.uint8)
-    if family == "950":
-        tr = tiling_mod.pack_tiling_950(n, in_name, soc=soc, core_num=core_num, ub_size=ub_size)
-        tr = _user_tiling(tiling, tiling_mod.SignBitsPackTilingData950, tr)
-    else:
-        tr = tiling_mod.pack_tiling(n, in_name, soc=soc, core_num=core_num, ub_size=ub_size)
-        tr = _user_tiling(tiling, tiling_mod.SignBitsPackTilingData, tr)
-    tr = kernel.with_block_dim(tr, block_dim)
+    tr = memo.call(_tiling_result, "pack", n, in_name, soc, core_num, ub_size, tiling, block_dim)
     bits = x.view(np.uint16 if in_name == "float16" else np.uint32)
     overruns = kernel.run_pack(bits, y, tr, family, nan_bit=nan_bit, ftz=(denormal_compare == "ftz"),
                                validate=validate)
-    return y.reshape(size, -1), _make_trace("SignBitsPack", tr, overruns)
+    return y.reshape(size, -1), tr, overruns
 
 
 def _switches(nan_bit, denormal_compare):
@@ -114,9 +120,12 @@ def npu_sign_bits_unpack(x, size, dtype, *, soc=DEFAULT_SOC, core_num=None, ub_s
     out_name = checks.check_unpack_torch(xa, size, dtype)
     soc, core_num, ub_size = _options(soc, core_num, ub_size)
     checks.require_kernel("unpack", soc)
-    y, tr = _unpack(xa, size, out_name, soc, core_num, ub_size, tiling, block_dim, validate, bool(faithful))
+    y, tr, overruns = _unpack(xa, size, out_name, soc, core_num, ub_size, tiling, block_dim, validate,
+                              bool(faithful))
     y = to_user(y, origin)
-    return (y, tr) if trace else y
+    if trace:
+        return y, (None if tr is None else _make_trace("SignBitsUnpack", tr, overruns))
+    return y
 
 
 def npu_sign_bits_pack(x, size, *, soc=DEFAULT_SOC, nan_bit=0, denormal_compare="ieee", core_num=None,
@@ -133,10 +142,12 @@ def npu_sign_bits_pack(x, size, *, soc=DEFAULT_SOC, nan_bit=0, denormal_compare=
     nan_bit, denormal_compare = _switches(nan_bit, denormal_compare)
     soc, core_num, ub_size = _options(soc, core_num, ub_size)
     checks.require_kernel("pack", soc)
-    y, tr = _pack(xa, size, in_name, soc, core_num, ub_size, nan_bit, denormal_compare, tiling, block_dim,
-                  validate)
+    y, tr, overruns = _pack(xa, size, in_name, soc, core_num, ub_size, nan_bit, denormal_compare, tiling,
+                            block_dim, validate)
     y = to_user(y, origin)
-    return (y, tr) if trace else y
+    if trace:
+        return y, (None if tr is None else _make_trace("SignBitsPack", tr, overruns))
+    return y
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -157,12 +168,10 @@ def aclnnSignBitsUnpackGetWorkspaceSize(self, size, dtype, out, *, soc=DEFAULT_S
         if s.size == 0 or o.size == 0:
             return Executor("aclnnSignBitsUnpack", lambda: None, 0)
         checks.require_kernel("unpack", soc)
-        n = s.shape[0]
-        tr = (tiling_mod.unpack_tiling_950 if checks.soc_family(soc) == "950" else tiling_mod.unpack_tiling)(
-            n, out_name, soc=soc, core_num=cn, ub_size=ub)
+        tr = memo.call(_tiling_result, "unpack", s.shape[0], out_name, soc, cn, ub, None, None)
 
         def run():
-            y, _ = _unpack(s, sz, out_name, soc, cn, ub, None, None, True)
+            y, _, _ = _unpack(s, sz, out_name, soc, cn, ub, None, None, True)
             write_out(out, y)
 
         return Executor("aclnnSignBitsUnpack", run, tr.workspace_size)
@@ -189,12 +198,10 @@ def aclnnSignBitsPackGetWorkspaceSize(self, size, out, *, soc=DEFAULT_SOC, api_v
         if s.size == 0 or o.size == 0:
             return Executor("aclnnSignBitsPack", lambda: None, 0)
         checks.require_kernel("pack", soc)
-        n = s.shape[0]
-        tr = (tiling_mod.pack_tiling_950 if checks.soc_family(soc) == "950" else tiling_mod.pack_tiling)(
-            n, in_name, soc=soc, core_num=cn, ub_size=ub)
+        tr = memo.call(_tiling_result, "pack", s.shape[0], in_name, soc, cn, ub, None, None)
 
         def run():
-            y, _ = _pack(s, sz, in_name, soc, cn, ub, nb, dc, None, None, True)
+            y, _, _ = _pack(s, sz, in_name, soc, cn, ub, nb, dc, None, None, True)
             write_out(out, y)
 
         return Executor("aclnnSignBitsPack", run, tr.workspace_size)
@@ -208,8 +215,6 @@ def aclnnSignBitsPack(workspace, workspace_size, executor, stream=None):
 
 def _out_array(out):
     """The caller's out as an array we can read the dtype/shape of (written only at the end, in place)."""
-    from npu_emu.frontend import is_torch_tensor
-
     if is_torch_tensor(out):
         return as_array(out, "out")
     if not isinstance(out, np.ndarray):

@@ -10,6 +10,8 @@ here DataCopy cuts at the end of the GM view, and the access patterns below repo
 ``gm_overrun`` records instead. Halves travel as uint16 bits (numba has no float16).
 """
 
+from dataclasses import replace
+
 import numpy as np
 from numba import njit, prange
 
@@ -31,9 +33,9 @@ from npu_emu.ascendc.vector import Duplicate, Or
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.frontend import GmOverrun
 from npu_emu.jit_options import PARALLEL
-from npu_emu.launch import launch, ub_view
+from npu_emu.launch import checked_access, launch, ub_view
 from npu_emu.kernels.sign_bits.tiling import PACK950_SLOT
-from npu_emu.validate import AccessPattern, tile_ranges, validate as validate_access
+from npu_emu.validate import AccessPattern, tile_ranges
 
 _KJ = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 
@@ -569,28 +571,15 @@ def with_block_dim(tr, block_dim):
     """A user may launch their tiling with another block_dim (a user-supplied tiling's SetBlockDim)."""
     if block_dim is None:
         return tr
-    from dataclasses import replace
-
     if isinstance(block_dim, bool) or not isinstance(block_dim, (int, np.integer)) or block_dim < 1:
         raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR, f"block_dim={block_dim!r} must be a positive integer")
     return replace(tr, block_dim=int(block_dim))
 
 
-def _validated(access, ub_size, problems, what):
-    """The launch model's validation of ``access`` plus the op's own tiling-data problems, raised together as one
-    561002 (so that a gap and the field that causes it are reported side by side)."""
-    report = validate_access(access, ub_size=ub_size)
-    if problems:
-        report.errors[:0] = [f"tiling data: {p}" for p in problems]
-        report.counts["tiling data"] = len(problems)
-    report.raise_if_failed(what)
-    return report
-
-
-def _overruns(report):
-    if report is None:
+def _overruns(checked):
+    if not checked.validated:
         return []
-    return [GmOverrun(o.tensor, o.mode, o.start_byte, o.end_byte, o.core) for o in report.overruns]
+    return [GmOverrun(o.tensor, o.mode, o.start_byte, o.end_byte, o.core) for o in checked.overruns]
 
 
 def run_unpack(x, y, tr, family, *, validate=True, faithful=False):
@@ -609,13 +598,14 @@ def run_unpack(x, y, tr, family, *, validate=True, faithful=False):
             sign_bits_unpack_fused(block_dim, td, ub_size, x_gm, y_gm, p1, m1)
 
         kern.__name__ = "sign_bits_unpack_fused"
-    ap = unpack_access(tr, x.size, y.dtype.itemsize, family)
-    report = None
-    if validate:
-        report = _validated(ap, tr.ub_size, unpack_tiling_problems(tr, x.size, y.dtype.itemsize, family),
-                            f"{kern.__name__} tiling")
-    launch(kern, tr.block_dim, tr.tiling, x, yk, ub_size=tr.ub_size, access=ap, validate=False)
-    return _overruns(report)
+    # The access pattern and the tiling-data problems are reported together as one 561002 (a gap next to the
+    # field that causes it); the whole check is pure in (tiling, sizes, family), so repeats take it from the memo.
+    n, es = x.size, y.dtype.itemsize
+    checked = checked_access(("sign_bits.unpack", tr, n, es, family), lambda: unpack_access(tr, n, es, family),
+                             ub_size=tr.ub_size, validate=validate, what=f"{kern.__name__} tiling",
+                             problems=lambda: unpack_tiling_problems(tr, n, es, family))
+    launch(kern, tr.block_dim, tr.tiling, x, yk, ub_size=tr.ub_size, access=checked, validate=False)
+    return _overruns(checked)
 
 
 def run_pack(bits, y, tr, family, *, nan_bit=0, ftz=False, validate=True):
@@ -626,16 +616,14 @@ def run_pack(bits, y, tr, family, *, nan_bit=0, ftz=False, validate=True):
         kern = sign_bits_pack_950_f16 if f16 else sign_bits_pack_950_f32
     else:
         kern = sign_bits_pack_f16 if f16 else sign_bits_pack_f32
-    ap = pack_access(tr, xk.size, xk.itemsize, family, nan_bit)
-    nb, fz = int(nan_bit), bool(ftz)
+    n, es, nb, fz = xk.size, xk.itemsize, int(nan_bit), bool(ftz)
 
     def kernel(block_dim, td, ub_size, x_gm, y_gm):
         kern(block_dim, td, ub_size, nb, fz, x_gm, y_gm)
 
     kernel.__name__ = kern.__name__
-    report = None
-    if validate:
-        report = _validated(ap, tr.ub_size, pack_tiling_problems(tr, xk.size, xk.itemsize, family),
-                            f"{kern.__name__} tiling")
-    launch(kernel, tr.block_dim, tr.tiling, xk, y, ub_size=tr.ub_size, access=ap, validate=False)
-    return _overruns(report)
+    checked = checked_access(("sign_bits.pack", tr, n, es, family, nb), lambda: pack_access(tr, n, es, family, nb),
+                             ub_size=tr.ub_size, validate=validate, what=f"{kern.__name__} tiling",
+                             problems=lambda: pack_tiling_problems(tr, n, es, family))
+    launch(kernel, tr.block_dim, tr.tiling, xk, y, ub_size=tr.ub_size, access=checked, validate=False)
+    return _overruns(checked)
