@@ -69,6 +69,13 @@ class Switches:
 
 def _switches(soc, float_accum, fixpipe_round, cast_overflow, tcg_fp8_overflow, fp4_nibble_order, e8m0_zero,
               group_size_inference, core_num, faithful, validate):
+    """The checked switches (a frozen Switches; pure in the arguments, so a repeat takes it from the memo)."""
+    return memo.call(_make_switches, soc, float_accum, fixpipe_round, cast_overflow, tcg_fp8_overflow,
+                     fp4_nibble_order, e8m0_zero, group_size_inference, core_num, faithful, validate)
+
+
+def _make_switches(soc, float_accum, fixpipe_round, cast_overflow, tcg_fp8_overflow, fp4_nibble_order, e8m0_zero,
+                   group_size_inference, core_num, faithful, validate):
     platforms.get(soc)  # unknown soc -> the platform module's error
     return Switches(
         soc=soc, float_accum=choice(float_accum, "float_accum", accum.FLOAT_ACCUM),
@@ -260,9 +267,10 @@ def _launch_epilogue(tr, acc, plan, sw, s2, s1, bias_i, bias_f, off9, y8, out_co
     itemsize = kernel.OUT_ITEMSIZE[out_code]
     access = None
     if sw.validate:
-        # the blocks' rows follow the tiling alone; the buffers enter by their declarations (name, size, dtype)
-        decls = tuple(x for name, b in bufs for x in (name, b.size, b.dtype))
-        access = checked_access(("quant_matmul.epilogue", tr, decls, itemsize),
+        # the blocks' rows follow the tiling alone; the buffers enter by their sizes (their dtypes are set above,
+        # y8's by the caller)
+        sizes = tuple([b.size for _, b in bufs])
+        access = checked_access(("quant_matmul.epilogue", tr, sizes, y8.dtype, itemsize),
                                 lambda: kernel.epilogue_access(tr, bufs, itemsize), ub_size=tr.ub_size,
                                 what=f"{kernel.qbmm_epilogue_kernel.__name__} tiling")
     report = launch(kernel.qbmm_epilogue_kernel, tr.block_dim, tr.tiling, *[b for _, b in bufs], ub_size=tr.ub_size,
