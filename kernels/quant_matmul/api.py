@@ -69,6 +69,13 @@ class Switches:
 
 def _switches(soc, float_accum, fixpipe_round, cast_overflow, tcg_fp8_overflow, fp4_nibble_order, e8m0_zero,
               group_size_inference, core_num, faithful, validate):
+    """The checked switches (a frozen Switches; pure in the arguments, so a repeat takes it from the memo)."""
+    return memo.call(_make_switches, soc, float_accum, fixpipe_round, cast_overflow, tcg_fp8_overflow,
+                     fp4_nibble_order, e8m0_zero, group_size_inference, core_num, faithful, validate)
+
+
+def _make_switches(soc, float_accum, fixpipe_round, cast_overflow, tcg_fp8_overflow, fp4_nibble_order, e8m0_zero,
+                   group_size_inference, core_num, faithful, validate):
     platforms.get(soc)  # unknown soc -> the platform module's error
     return Switches(
         soc=soc, float_accum=choice(float_accum, "float_accum", accum.FLOAT_ACCUM),
@@ -260,9 +267,10 @@ def _launch_epilogue(tr, acc, plan, sw, s2, s1, bias_i, bias_f, off9, y8, out_co
     itemsize = kernel.OUT_ITEMSIZE[out_code]
     access = None
     if sw.validate:
-        # the blocks' rows follow the tiling alone; the buffers enter by their declarations (name, size, dtype)
-        decls = tuple(x for name, b in bufs for x in (name, b.size, b.dtype))
-        access = checked_access(("quant_matmul.epilogue", tr, decls, itemsize),
+        # the blocks' rows follow the tiling alone; the buffers enter by their sizes (their dtypes are set above,
+        # y8's by the caller)
+        sizes = tuple([b.size for _, b in bufs])
+        access = checked_access(("quant_matmul.epilogue", tr, sizes, y8.dtype, itemsize),
                                 lambda: kernel.epilogue_access(tr, bufs, itemsize), ub_size=tr.ub_size,
                                 what=f"{kernel.qbmm_epilogue_kernel.__name__} tiling")
     report = launch(kernel.qbmm_epilogue_kernel, tr.block_dim, tr.tiling, *[b for _, b in bufs], ub_size=tr.ub_size,
@@ -288,6 +296,21 @@ def _tiling_for(shape, plan, soc, core_num, bias_three_dim, user_tiling, block_d
     return tr
 
 
+def _v3_setup(res):
+    """(m, k, n, plan, out code, batch, nb, out itemsize, MatmulShape) of a checked V3 call."""
+    a = res.args
+    m, k, _, n = routing.mnk(a.x1, a.x2, a.transpose_x1, a.transpose_x2)
+    plan = routing.plan_v3(a.x1.dtype, a.x2_scale, a.x1_scale, a.bias.dtype if a.bias else None, a.out.dtype, m, n,
+                           res.group_size)
+    out_code = kernel.OUT_CODES[a.out.dtype]
+    batch = _broadcast_shapes(a.x1.shape[:-2], a.x2.shape[:-2])
+    nb = int(np.prod(batch)) if batch else 1
+    shape = tiling_mod.MatmulShape(m, n, k, batch=nb, trans_a=a.transpose_x1, trans_b=a.transpose_x2,
+                                   a_dtype=a.x1.dtype, b_dtype=a.x2.dtype, is_mx=plan.quant_mode == "MX",
+                                   perblock=plan.quant_mode == "B-B", gs_m=plan.gs_m)
+    return m, k, n, plan, out_code, batch, nb, kernel.OUT_ITEMSIZE[out_code], shape
+
+
 def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None, trace=True):
     """QuantBatchMatmulV3 on checked operands -> (y (numpy, out dtype, out shape), Trace, or None unless
     ``trace``)."""
@@ -295,20 +318,13 @@ def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None, trace=True):
     x1, x2 = ops["x1"], ops["x2"]
     if x2.desc.fmt == "NZ":
         x2 = _nz_to_storage_nd(x2, a.transpose_x2, sw.fp4_nibble_order)
-    m, k, _, n = routing.mnk(a.x1, a.x2, a.transpose_x1, a.transpose_x2)
     bias_op = ops.get("bias")
-    plan = routing.plan_v3(a.x1.dtype, a.x2_scale, a.x1_scale, a.bias.dtype if a.bias else None, a.out.dtype, m, n,
-                           res.group_size)
-    out_code = kernel.OUT_CODES[a.out.dtype]
-    batch = _broadcast_shapes(a.x1.shape[:-2], a.x2.shape[:-2])
-    nb = int(np.prod(batch)) if batch else 1
-    osize = kernel.OUT_ITEMSIZE[out_code]
+    # the plan, the sizes and the tiling follow from the checked descriptions (res) and the switches alone
+    m, k, n, plan, out_code, batch, nb, osize, shape = memo.call(_v3_setup, res)
     check_memory(nb * m * n * (osize + 4) + (a.x1.size + a.x2.size) * 8, "QuantBatchMatmulV3 output and operands")
-    shape = tiling_mod.MatmulShape(m, n, k, batch=nb, trans_a=a.transpose_x1, trans_b=a.transpose_x2,
-                                   a_dtype=a.x1.dtype, b_dtype=a.x2.dtype, is_mx=plan.quant_mode == "MX",
-                                   perblock=plan.quant_mode == "B-B", gs_m=plan.gs_m)
-    tr = memo.call(_tiling_for, shape, plan, sw.soc, sw.core_num, bias_op is not None and bias_op.data.ndim == 3,
-                   user_tiling, block_dim)
+    bias3d = bias_op is not None and bias_op.data.ndim == 3
+    tr = memo.cached(("quant_matmul.v3_tiling", res, sw.soc, sw.core_num, bias3d, user_tiling, block_dim),
+                     lambda: _tiling_for(shape, plan, sw.soc, sw.core_num, bias3d, user_tiling, block_dim))
     notes = list(tr.notes)
 
     # ---- cube: the L0C value of every base block ---------------------------------------------------------------

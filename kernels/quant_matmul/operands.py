@@ -196,24 +196,36 @@ def int_values(op):
     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.name}: {op.dtype} is not an integer matmul input")
 
 
+_F64_TABLES = {}
+
+
+def _f64_table(name):
+    """DECODE_TABLES[name] widened to float64 once (exact), so that a decode is one lookup instead of two passes."""
+    table = _F64_TABLES.get(name)
+    if table is None:
+        table = scalar.DECODE_TABLES[name].astype(np.float64)
+        table.flags.writeable = False
+        _F64_TABLES[name] = table
+    return table
+
+
 def float_values(op, fp4_nibble_order="low_first"):
     """Float operand -> exact float64 values in storage layout."""
     d = op.data
     if op.dtype in ("float8_e4m3fn", "float8_e5m2", "hifloat8"):
-        return scalar.DECODE_TABLES[op.dtype][d.view(np.uint8)].astype(np.float64)
+        return _f64_table(op.dtype)[d.view(np.uint8)]
     if op.dtype == "float4_e2m1":
         if packing("float4_e2m1", d) == 1:
             codes = d.view(np.uint8) & np.uint8(0x0F)
         else:
             codes = nibbles(d, fp4_nibble_order)
-        return scalar.DECODE_TABLES["float4_e2m1"][codes].astype(np.float64)
+        return _f64_table("float4_e2m1")[codes]
     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{op.name}: {op.dtype} is not a float matmul input")
 
 
 def e8m0_values(op, e8m0_zero="pow2"):
     """E8M0 scale codes -> float64 powers of two (0xFF NaN; 0x00 per ``e8m0_zero``)."""
-    table = scalar.DECODE_TABLES["float8_e8m0_zero" if e8m0_zero == "zero" else "float8_e8m0"]
-    return table[op.data.view(np.uint8)].astype(np.float64)
+    return _f64_table("float8_e8m0_zero" if e8m0_zero == "zero" else "float8_e8m0")[op.data.view(np.uint8)]
 
 
 def scale_values(op):
