@@ -3,6 +3,8 @@ fp16/bf16 helpers in all six modes (± saturation), FP4 in its five modes, HiF8 
 saturation), HiF8 HYBRID against the transcribed ISA pseudo-code (fp32 and fp16 sources, all switches), E8M0
 truncation, and float64 inputs (which must round once, not twice)."""
 
+import functools
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -31,9 +33,12 @@ def _boundaries(grid, sentinel):
     return np.concatenate([ext, (ext[:-1] + ext[1:]) / 2])
 
 
+@functools.lru_cache(maxsize=None)  # each format's sweep serves all its modes (np.unique of ~1M patterns)
 def _sweep(fmt, k):
     f = R.BINARY[fmt]
-    return R.f32_bits_around(_boundaries(f.grid, f.sentinel), k)
+    out = R.f32_bits_around(_boundaries(f.grid, f.sentinel), k)
+    out.flags.writeable = False
+    return out
 
 
 @pytest.mark.parametrize("sat", [False, True], ids=["ns", "sat"])
@@ -59,8 +64,11 @@ def test_fp4_all_modes(values, fmt, mode, nan):
     R.check_codes(mine, ref, v, np.zeros(v.shape, bool), 0x8, f"{fmt} {mode} {nan}")
 
 
+@functools.lru_cache(maxsize=None)
 def _hif8_sweep(k):
-    return R.f32_bits_around(np.concatenate([_boundaries(R.HIF8_GRID, 49152.0), [40960.0, 2.0 ** -23]]), k)
+    out = R.f32_bits_around(np.concatenate([_boundaries(R.HIF8_GRID, 49152.0), [40960.0, 2.0 ** -23]]), k)
+    out.flags.writeable = False
+    return out
 
 
 @pytest.mark.parametrize("sat", [False, True], ids=["ns", "sat"])

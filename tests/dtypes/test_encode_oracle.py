@@ -6,6 +6,8 @@ Oracle differences handled as codecs.md §12 prescribes: NaN bytes are compared 
 ``sat_keep_nan``) because ml_dtypes/en_dtypes never saturate; ml_dtypes' FP4 NaN sign is ignored.
 """
 
+import functools
+
 import en_dtypes
 import ml_dtypes
 import numpy as np
@@ -33,6 +35,7 @@ def inputs():
     }
 
 
+@functools.lru_cache(maxsize=None)  # shared by a format's variants (np.unique of up to ~1M patterns)
 def _sweep(fmt, k):
     """float32 patterns within k ulps of every value and every midpoint of the format's grid (both signs)."""
     if fmt == "hifloat8":
@@ -40,7 +43,9 @@ def _sweep(fmt, k):
     else:
         grid, sentinel = R.BINARY[fmt].grid, R.BINARY[fmt].sentinel
     ext = np.append(grid, sentinel)
-    return R.f32_bits_around(np.concatenate([ext, (ext[:-1] + ext[1:]) / 2]), k)
+    out = R.f32_bits_around(np.concatenate([ext, (ext[:-1] + ext[1:]) / 2]), k)
+    out.flags.writeable = False
+    return out
 
 
 SWEEP_ULPS = {"float16": 8, "bfloat16": 8, "hifloat8": 2048, "float8_e4m3fn": 1024, "float8_e5m2": 1024,
