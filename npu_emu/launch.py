@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 from numba.extending import overload
 
+from npu_emu import jit_options  # noqa: F401  (installs the numba cache lock before any njit below compiles)
 from npu_emu import memo
 from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.tiling_data import TilingData
