@@ -64,40 +64,7 @@ _FAMILIES = {
     ),
 }
 
-__all__ = [
-    "aclGetRecentErrMsg",
-    "aclnnGatherDequantInt8",
-    "aclnnGatherDequantInt8GetWorkspaceSize",
-    "aclnnDynamicMxQuant",
-    "aclnnDynamicMxQuantGetWorkspaceSize",
-    "aclnnDynamicMxQuantV2",
-    "aclnnDynamicMxQuantV2GetWorkspaceSize",
-    "aclnnDynamicMxQuantV3",
-    "aclnnDynamicMxQuantV3GetWorkspaceSize",
-    "aclnnGroupedDynamicMxQuant",
-    "aclnnGroupedDynamicMxQuantGetWorkspaceSize",
-    "aclnnGroupedDynamicMxQuantV2",
-    "aclnnGroupedDynamicMxQuantV2GetWorkspaceSize",
-    "aclnnQuantMatmulV3",
-    "aclnnQuantMatmulV3GetWorkspaceSize",
-    "aclnnQuantMatmulV4",
-    "aclnnQuantMatmulV4GetWorkspaceSize",
-    "aclnnQuantMatmulV5",
-    "aclnnQuantMatmulV5GetWorkspaceSize",
-    "aclnnQuantMatmulWeightNz",
-    "aclnnQuantMatmulWeightNzGetWorkspaceSize",
-    "aclnnTransQuantParamV2",
-    "aclnnTransQuantParamV2GetWorkspaceSize",
-    "aclnnTransQuantParamV3",
-    "aclnnTransQuantParamV3GetWorkspaceSize",
-    "aclnnSparse4to2QuantMatmulWeightNz",
-    "aclnnSparse4to2QuantMatmulWeightNzGetWorkspaceSize",
-    "aclnnTransSparse4to2Para",
-    "aclnnSignBitsPack",
-    "aclnnSignBitsPackGetWorkspaceSize",
-    "aclnnSignBitsUnpack",
-    "aclnnSignBitsUnpackGetWorkspaceSize",
-]
+__all__ = list(_FAMILIES)
 
 
 def __getattr__(name):

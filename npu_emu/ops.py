@@ -33,26 +33,8 @@ _FAMILIES = {
     "npu_sign_bits_unpack": "npu_emu.kernels.sign_bits.api",
 }
 
-__all__ = [
-    "NzWeight",
-    "float4_e1m2fn_x2",
-    "float4_e2m1fn_x2",
-    "float8_e4m3fn",
-    "float8_e5m2",
-    "float8_e8m0fnu",
-    "hifloat8",
-    "data_copy_dequant",
-    "gather_dequant_int8",
-    "mx_dequantize",
-    "npu_dynamic_mx_quant",
-    "npu_grouped_dynamic_mx_quant",
-    "npu_quant_matmul",
-    "npu_sign_bits_pack",
-    "npu_sign_bits_unpack",
-    "npu_trans_quant_param",
-    "sparse4to2_quant_matmul",
-    "trans_sparse4to2_para",
-]
+__all__ = sorted(["float4_e1m2fn_x2", "float4_e2m1fn_x2", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "hifloat8",
+                  *_FAMILIES])
 
 
 def __getattr__(name):
