@@ -100,7 +100,7 @@ def test_compile_output_is_what_later_calls_load(tmp_path):
     report = tmp_path / "compile.json"
     done = subprocess.run([sys.executable, "-m", "npu_emu.cli", "compile", "--ops", *CHEAP, "--jobs", "2",
                            "--no-progress", "--json", str(report)], env=env, capture_output=True, text=True,
-                          timeout=900)
+                          timeout=900, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"numba cache: {cache}" in done.stdout
     res = json.loads(report.read_text())
@@ -112,7 +112,7 @@ def test_compile_output_is_what_later_calls_load(tmp_path):
     assert all(c["seconds"] > 0 for r in res["configurations"] for c in r["compiled"])
 
     check = subprocess.run([sys.executable, "-c", LOAD_CHECK, *CHEAP], env=env, capture_output=True, text=True,
-                           timeout=300)
+                           timeout=300, cwd=tmp_path)
     assert check.returncode == 0, check.stderr
     ran = json.loads(check.stdout)
     assert any(k.startswith("npu_emu.kernels.sign_bits.kernel.") for k in ran), ran
@@ -122,7 +122,7 @@ def test_compile_output_is_what_later_calls_load(tmp_path):
 
     # the same configurations once more through npu-emu compile: nothing left to compile
     again = subprocess.run([sys.executable, "-m", "npu_emu.cli", "compile", "--ops", *CHEAP, "--jobs", "1",
-                            "--no-progress"], env=env, capture_output=True, text=True, timeout=300)
+                            "--no-progress"], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert again.stdout.count("none new (loaded from the cache") == len(CHEAP), again.stdout
 

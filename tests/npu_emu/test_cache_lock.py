@@ -127,7 +127,7 @@ def test_locked_numba_cache_loads_every_signature_correctly(tmp_path):
     assert all(r["hits"] >= 1 for r in results), results
 
 
-def test_lock_is_installed_by_kernel_imports_not_by_import_npu_emu():
+def test_lock_is_installed_by_kernel_imports_not_by_import_npu_emu(tmp_path):
     code = textwrap.dedent("""\
         import sys
         import npu_emu
@@ -138,7 +138,8 @@ def test_lock_is_installed_by_kernel_imports_not_by_import_npu_emu():
         from numba.core.caching import IndexDataCacheFile
         assert IndexDataCacheFile.save.__wrapped__ is not None
         """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    # cwd outside the checkout: its source folder would shadow an installed npu_emu
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
 
 
@@ -156,7 +157,7 @@ def test_lock_file_sits_next_to_the_index(tmp_path):
     (tmp_path / "racy0.py").write_text(MODULE)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "racy0.py")], env=env, capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     index = [p for p in (tmp_path / "cache").rglob("*.nbi")]
     assert len(index) == 1
