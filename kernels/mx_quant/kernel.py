@@ -144,7 +144,6 @@ _FN = dict(cache=True, error_model="numpy")
 
 # the paths (MODE): the vectorised BF16/RINT loops, per-element codecs on the same walks, the UB-staged tiles
 M_FAST, M_ELEMENT, M_FAITHFUL = 0, 1, 2
-MODE_NAMES = ("fast", "element", "faithful")
 
 DST = const("DST")          # D_* kind of this copy (None in a plain import: no device function may compile)
 MODE = const("MODE")        # M_* path of this copy
