@@ -1,4 +1,4 @@
-"""Enhanced DataCopy CO1 -> CO2 dequantisation of a whole 8192 x 8192 int32 accumulator (spec data_copy_deq.md),
+"""Enhanced DataCopy CO1 -> CO2 dequantisation of a whole 8192 x 8192 int32 accumulator (docs/ops/data_copy_dequant.md),
 through the whole-matrix fast path ``data_copy_dequant`` (bit-identical to the tile-by-tile instruction).
 
 Baseline in the same run: a straightforward numpy version of the default arithmetic for the words used here (MCB 0,
@@ -10,7 +10,8 @@ no ReLU, zero offset): ``f32(acc) * M``, clamp, ``rint`` / float16 cast. Tracker
 import numpy as np
 
 from benchmarks import common
-from npu_emu.ascendc.deq import DeqValue, data_copy_dequant
+from npu_emu.ascendc.deq import DeqValue
+from npu_emu.kernels.data_copy_dequant.api import data_copy_dequant
 
 SIZE = 8192
 SCALE = 2.0 ** -7          # exact in the (1, 8, 10) scale format, so numpy's float32 multiply sees the same M

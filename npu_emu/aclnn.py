@@ -1,5 +1,5 @@
 """The aclnn two-phase API: ``aclnnXxxGetWorkspaceSize(..., out) -> (status, workspace_size, executor)`` then
-``aclnnXxx(workspace, workspace_size, executor, stream=None) -> status``. Statuses are CANN's (spec README §6);
+``aclnnXxx(workspace, workspace_size, executor, stream=None) -> status``. Statuses are CANN's (docs/conventions.md §6);
 ``aclGetRecentErrMsg()`` returns the message of the last failure.
 
 As in npu_emu.ops, an op family is imported on first use of one of its names, so ``import npu_emu.aclnn`` loads no

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-HOST_COPY_BPS_PER_THREAD = 25e9      # numba_rules.md §5.2: r+w copy rate of one host thread
-DEVICE = "ascend910b2"               # the device column of the table (platforms.md §4 rooflines)
+HOST_COPY_BPS_PER_THREAD = 25e9      # docs/contributing/numba_rules.md §5.2: r+w copy rate of one host thread
+DEVICE = "ascend910b2"               # the device column of the table (docs/device/platforms.md §4 rooflines)
 
 
 class Unavailable(Exception):
@@ -106,7 +106,7 @@ def _golden(module):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# SignBits (spec sign_bits.md; asv bench_sign_bits: unpack 64 MiB, pack 512 Mi float32)
+# SignBits (docs/ops/sign_bits.md; asv bench_sign_bits: unpack 64 MiB, pack 512 Mi float32)
 # ---------------------------------------------------------------------------------------------------------------
 
 @builder("sign_bits_unpack", (64 << 20,), (1 << 20,), "uint8 -> float32 +-1 (npu_sign_bits_unpack)")
@@ -308,14 +308,14 @@ def _qmm_mx(dims, rng):
 
 def _deq_words(scales, signed):
     """DEQ words: the float32 scale in bits 0..31 (already on the 19-bit grid the unit reads), shift field 0, no
-    MCB, offset 0, bit 46 = signed int8 output (spec data_copy_deq.md §3)."""
+    MCB, offset 0, bit 46 = signed int8 output (docs/ops/data_copy_dequant.md §3)."""
     w = (scales.astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).astype(np.uint64)
     return w | np.uint64(1 << 46) if signed else w
 
 
 def _deq_case(dims, rng, mode):
     rows, n = dims
-    fn = _ops("data_copy_dequant", "npu_emu.ascendc.deq")
+    fn = _ops("data_copy_dequant", "npu_emu.kernels.data_copy_dequant.api")
     g = _golden("data_copy_deq")
     acc = rng.integers(-(1 << 15), 1 << 15, (rows, n), dtype=np.int32)
     if mode == "DEQ8":
@@ -401,7 +401,7 @@ def _enc_hif8(dims, rng):
         with np.errstate(invalid="ignore", over="ignore"):
             return x.astype(en_dtypes.hifloat8).view(np.uint8)
 
-    # 0x80 is HiF8's only NaN on both sides, so the codes compare exactly (codecs.md §12)
+    # 0x80 is HiF8's only NaN on both sides, so the codes compare exactly (docs/codecs.md §12)
     return Case("encode f32->hifloat8", f"[{n}] f32", lambda: dtypes.encode(x, "hifloat8"), gold, _same_bits, 5 * n)
 
 
@@ -551,7 +551,7 @@ def _print_table(rows, notes, small, threads, out):
         print("~ golden run on a sample of the output rows (and columns for the exact float models); its time is "
               "scaled to the whole output", file=out)
     if any(r.get("device", DEVICE) != DEVICE for r in rows if "error" not in r):
-        print("* no 910B2 figure for this arithmetic: roofline of the ascend950pr (platforms.md §4)", file=out)
+        print("* no 910B2 figure for this arithmetic: roofline of the ascend950pr (docs/device/platforms.md §4)", file=out)
     print("/host roof: time over max(bytes / (25 GB/s x threads), ops / host float32 GEMM rate); "
           f"/{DEVICE[6:].upper()} roof: time over max(bytes / HBM bandwidth, ops / peak)", file=out)
     for note in notes:

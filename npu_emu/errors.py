@@ -1,6 +1,6 @@
 """aclnn status codes and the error every public entry raises.
 
-Codes: hicann/opbase include/nnopbase/opdev/op_errno.h (spec README §6).
+Codes: hicann/opbase include/nnopbase/opdev/op_errno.h (docs/conventions.md §6).
 """
 
 ACLNN_SUCCESS = 0

@@ -1,7 +1,7 @@
 """Shared front-end plumbing: input normalisation, dtype names, the aclnn executor, traces, memory guard.
 
 Every public entry (npu_emu.ops, npu_emu.aclnn, the CLI) goes through these so that bad input is rejected with
-an AclnnError before any numba code runs (spec README §4).
+an AclnnError before any numba code runs (docs/conventions.md §4).
 """
 
 import os
@@ -24,7 +24,7 @@ from npu_emu.errors import (
 # dtype names
 # ---------------------------------------------------------------------------------------------------------------
 
-# aclDataType values (spec README §5; hicann/runtime: docs/api_docs/aclDataType.md).
+# aclDataType values (docs/conventions.md §5; hicann/runtime: docs/api_docs/aclDataType.md).
 ACL_DTYPES = {
     0: "float32", 1: "float16", 2: "int8", 3: "int32", 4: "uint8", 6: "int16", 7: "uint16", 8: "uint32",
     9: "int64", 10: "uint64", 11: "float64", 12: "bool", 27: "bfloat16", 29: "int4", 34: "hifloat8",
@@ -130,9 +130,9 @@ def _resolve_dtype(d, what):
 
 
 # torch / torch_npu dtype codes, as torch_npu's `dst_type` arguments take them. They are NOT aclDataType values (spec
-# README §5 "pitfalls"): 23/24 are torch's float8_e5m2/e4m3fn, 290-297 torch_npu's own (torch_npu.hifloat8 = 290,
+# docs/conventions.md §5 "pitfalls"): 23/24 are torch's float8_e5m2/e4m3fn, 290-297 torch_npu's own (torch_npu.hifloat8 = 290,
 # float8_e8m0fnu = 293, float4_e2m1fn_x2 = 296, float4_e1m2fn_x2 = 297; 291/292 e5m2/e4m3fn, accepted by the meta
-# functions, spec mx_quant.md §11).
+# functions, docs/ops/mx_quant.md §7).
 TORCH_NPU_DTYPES = {
     23: "float8_e5m2", 24: "float8_e4m3fn", 290: "hifloat8", 291: "float8_e5m2", 292: "float8_e4m3fn",
     293: "float8_e8m0", 296: "float4_e2m1", 297: "float4_e1m2",
@@ -475,17 +475,8 @@ def check_memory(nbytes, what):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# trace (spec README §4.4)
+# trace (docs/conventions.md §4.4)
 # ---------------------------------------------------------------------------------------------------------------
-
-@dataclass
-class GmOverrun:
-    tensor: str
-    kind: str          # "read" / "write"
-    start: int         # bytes from the tensor base
-    end: int
-    core: int
-
 
 @dataclass
 class Trace:

@@ -1,4 +1,4 @@
-"""Per-core kernel launch and the UB view (CONTRACT.md "Launch model"; spec numba_rules.md §2.3, §3).
+"""Per-core kernel launch and the UB view (docs/device/launch.md; docs/contributing/numba_rules.md §2.3, §3).
 
 A kernel is an ``@njit(parallel=PARALLEL, cache=True, error_model='numpy')`` function (``npu_emu.jit_options``)
 ``kernel(block_dim, td, ub_size, *gm_buffers)`` whose body is ``for block_idx in prange(block_dim):`` - one
@@ -20,9 +20,10 @@ from npu_emu import jit_options  # noqa: F401  (installs the numba cache lock be
 from npu_emu import memo
 from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.tiling_data import TilingData
-from npu_emu.validate import MAX_BLOCK_DIM, AccessPattern, ValidationReport, validate as validate_access
+from npu_emu.validate import MAX_BLOCK_DIM, AccessPattern, GmOverrun, ValidationReport, validate as validate_access
 
-__all__ = ["ub_view", "launch", "UbViewError", "CheckedAccess", "check_access", "checked_access"]
+# GmOverrun (defined with the access patterns it is computed from) is re-exported: the trace record of the launch.
+__all__ = ["ub_view", "launch", "UbViewError", "CheckedAccess", "check_access", "checked_access", "GmOverrun"]
 
 
 def _itemsize(dtype):

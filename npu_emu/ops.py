@@ -19,7 +19,7 @@ float4_e1m2fn_x2 = 297
 
 # name -> module that defines it.
 _FAMILIES = {
-    "data_copy_dequant": "npu_emu.ascendc.deq",
+    "data_copy_dequant": "npu_emu.kernels.data_copy_dequant.api",
     "gather_dequant_int8": "npu_emu.kernels.gather_dequant_int8.api",
     "mx_dequantize": "npu_emu.kernels.mx_quant.api",
     "npu_dynamic_mx_quant": "npu_emu.kernels.mx_quant.api",

@@ -1,6 +1,6 @@
-"""SoC facts for host tiling and for the roofline benchmarks (spec platforms.md).
+"""SoC facts for host tiling and for the roofline benchmarks (docs/device/platforms.md).
 
-One frozen :class:`Platform` per ``soc`` key of platforms.md §1. Figures nobody has published are the
+One frozen :class:`Platform` per ``soc`` key of docs/device/platforms.md §1. Figures nobody has published are the
 :data:`UNKNOWN` marker, never a guess: it has no truth value and no arithmetic, so code that would silently
 use a missing figure fails loudly instead. Figures npu-emu *assumes* (the Ascend 950 UB size, 950 core counts,
 910B2C sizes) are real numbers flagged in ``Platform.placeholders`` with the reason.
@@ -13,7 +13,7 @@ the figure is unknown.
 Usage::
 
     p = platforms.get("ascend910b2")              # case-insensitive
-    p = p.override(core_num=64, ub_size=262144)   # the per-call switches of spec README §3.1
+    p = p.override(core_num=64, ub_size=262144)   # the per-call switches of docs/conventions.md §3.1
     ub = p.GetCoreMemSize("UB")                   # 196352 on 910B: 196608 minus the 256-byte reserve
 """
 
@@ -51,7 +51,7 @@ KiB = 1024
 MiB = 1024 * KiB
 GiB = 1024 * MiB
 
-# Cube FLOP per cycle per AI Core for fp16: a 16x16x16 MMAD, 2 FLOP per multiply-add (platforms.md §3.1).
+# Cube FLOP per cycle per AI Core for fp16: a 16x16x16 MMAD, 2 FLOP per multiply-add (docs/device/platforms.md §3.1).
 _CUBE_FP16_FLOP_PER_CYCLE = 16 * 16 * 16 * 2
 
 _MEM_TYPES = ("UB", "L1", "L0_A", "L0_B", "L0_C", "L2", "HBM")
@@ -84,7 +84,7 @@ class Platform:
     l0c_bytes: object
     l2_bytes: object
     hbm_bytes: object
-    hbm_Bps: object              # HBM bandwidth used by the device roofline (platforms.md §4)
+    hbm_Bps: object              # HBM bandwidth used by the device roofline (docs/device/platforms.md §4)
     cube_hz: object
     fp16_peak_flops: object
     int8_peak_ops: object
@@ -113,7 +113,7 @@ class Platform:
         value = getattr(self, name)
         if value is UNKNOWN:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID,
-                             f"the {name} of soc {self.name!r} is not published (spec platforms.md §6); "
+                             f"the {name} of soc {self.name!r} is not published (docs/device/platforms.md §6); "
                              f"{override_hint}")
         return value
 
@@ -174,7 +174,7 @@ class Platform:
         return replace(self, placeholders=kept, notes=tuple(notes), **changes)
 
     def device_seconds(self, bytes_moved, flops=0, peak="fp16_peak_flops"):
-        """Roofline device time max(bytes / hbm_Bps, flops / peak) of platforms.md §4."""
+        """Roofline device time max(bytes / hbm_Bps, flops / peak) of docs/device/platforms.md §4."""
         bw = self._require("hbm_Bps", "no device roofline can be computed for it (report the host roofline)")
         t = bytes_moved / bw
         if flops:
@@ -184,14 +184,14 @@ class Platform:
 
 # ---- the table -----------------------------------------------------------------------------------------
 _SRC_910B = (
-    "CANN platform_config Ascend910B1/B2/B4 .ini as quoted in public fixtures (platforms.md §3.1)",
+    "CANN platform_config Ascend910B1/B2/B4 .ini as quoted in public fixtures (docs/device/platforms.md §3.1)",
     "Ascend/torchair: docs/context/limit_core_num.md (ai_core_cnt / cube_core_cnt / vector_core_cnt)",
     "hicann/catlass: include/acot/arch/arch.hpp (AtlasA2 / AscendC910B3: MaxBlock 20, MaxAivBlock 40, UB 192 KiB)",
     "JiusiServe/light-llm-simulator: conf/hardware_config.py (910B2 1.8 GHz, 1.6 TB/s)",
     "CANN platform_ascendc.cpp: GetCoreMemSize LOCAL_RESERV_SIZE = 256, WORK_SPACE_SIZE_910B = 16 MiB",
 )
 _SRC_950 = (
-    "platforms.md §3.2: public note for SKU 950PR_9579 (56 AIV, 1650 MHz), Huawei Connect 2025 press coverage",
+    "docs/device/platforms.md §3.2: public note for SKU 950PR_9579 (56 AIV, 1650 MHz), Huawei Connect 2025 press coverage",
     "CANN platform_ascendc.cpp: WORK_SPACE_SIZE_950 = 16 MiB",
 )
 
@@ -211,11 +211,11 @@ def _a2(name, product, aic, aiv, cube_hz, l2, hbm, hbm_Bps, l1=512 * KiB, l0a=64
         fp8_peak_flops=UNKNOWN, fp4_peak_flops=UNKNOWN,
         sys_workspace_size=16 * MiB,
         placeholders=tuple(placeholders),
-        notes=("fp16_peak_flops derived as 16*16*16*2 * cube_cores * cube_hz (platforms.md §3.1)",) + tuple(notes),
+        notes=("fp16_peak_flops derived as 16*16*16*2 * cube_cores * cube_hz (docs/device/platforms.md §3.1)",) + tuple(notes),
         sources=_SRC_910B)
 
 
-_B2C_ASSUMED = "910B2C detailed figures are not published; npu-emu uses the 910B2 values (platforms.md §6)"
+_B2C_ASSUMED = "910B2C detailed figures are not published; npu-emu uses the 910B2 values (docs/device/platforms.md §6)"
 
 _TABLE = (
     _a2("ascend910b1", "Atlas A2 (Ascend 910B1)", aic=24, aiv=48, cube_hz=1_850_000_000,
@@ -252,10 +252,10 @@ _TABLE = (
         fp8_peak_flops=10**15, fp4_peak_flops=2 * 10**15,
         sys_workspace_size=16 * MiB,
         placeholders=(
-            ("core_num", "56 AIV from one public note for SKU 950PR_9579, unverified (spec README §8 #38)"),
+            ("core_num", "56 AIV from one public note for SKU 950PR_9579, unverified (docs/conventions.md §8 #38)"),
             ("vector_cores", "56 AIV from one public note for SKU 950PR_9579, unverified"),
-            ("cube_cores", "unknown; npu-emu assumes 28 = AIV / 2 (platforms.md §3.2)"),
-            ("ub_bytes", "placeholder 262144: the 950 UB size is not published (platforms.md §6)"),
+            ("cube_cores", "unknown; npu-emu assumes 28 = AIV / 2 (docs/device/platforms.md §3.2)"),
+            ("ub_bytes", "placeholder 262144: the 950 UB size is not published (docs/device/platforms.md §6)"),
             ("ub_size", "placeholder 262144: the 950 UB size is not published; no 256-byte reserve on 950"),
         ),
         notes=("HBM '128 GB HiBL 1.0' (press; GB vs GiB not stated)",
@@ -273,8 +273,8 @@ _TABLE = (
         fp8_peak_flops=10**15, fp4_peak_flops=2 * 10**15,
         sys_workspace_size=16 * MiB,
         placeholders=tuple((f, "950DT core split is unknown (differs from 950PR); npu-emu uses the 950PR values "
-                               "(platforms.md §6)") for f in ("core_num", "vector_cores", "cube_cores")) + (
-            ("ub_bytes", "placeholder 262144: the 950 UB size is not published (platforms.md §6)"),
+                               "(docs/device/platforms.md §6)") for f in ("core_num", "vector_cores", "cube_cores")) + (
+            ("ub_bytes", "placeholder 262144: the 950 UB size is not published (docs/device/platforms.md §6)"),
             ("ub_size", "placeholder 262144: the 950 UB size is not published; no 256-byte reserve on 950"),
         ),
         notes=("HBM '144 GB HiZQ 2.0' (press; GB vs GiB not stated)",
@@ -303,7 +303,7 @@ _TABLE = (
         fp16_peak_flops=UNKNOWN, int8_peak_ops=UNKNOWN, fp8_peak_flops=UNKNOWN, fp4_peak_flops=UNKNOWN,
         sys_workspace_size=2 * MiB,
         notes=("coupled AI Cores plus separate Vector Cores; the enhanced CO1 -> CO2 DataCopy is emulated on "
-               "caller-provided UB/L0C images, so no sizes are needed (platforms.md §3.4)",),
+               "caller-provided UB/L0C images, so no sizes are needed (docs/device/platforms.md §3.4)",),
         sources=("CANN platform_ascendc.cpp: WORK_SPACE_SIZE = 2 MiB on archs other than 2201/3510",)),
     Platform(
         name="ascend910", product="Atlas training series, first-generation Ascend 910", soc_version="Ascend910",
@@ -314,7 +314,7 @@ _TABLE = (
         fp16_peak_flops=UNKNOWN, int8_peak_ops=UNKNOWN, fp8_peak_flops=UNKNOWN, fp4_peak_flops=UNKNOWN,
         sys_workspace_size=2 * MiB,
         notes=("only for the enhanced DataCopy, whose dav-c100 header has the same code as 310P",
-               "marketing figures '32 Da Vinci cores, 256 TFLOPS' (2019) are not used (platforms.md §5)"),
+               "marketing figures '32 Da Vinci cores, 256 TFLOPS' (2019) are not used (docs/device/platforms.md §5)"),
         sources=("CANN platform_ascendc.cpp: WORK_SPACE_SIZE = 2 MiB on archs other than 2201/3510",)),
     Platform(
         name="ut_faker", product="ops-math host-tiling UT fixture (TilingContextPara defaults)",
@@ -325,7 +325,7 @@ _TABLE = (
         hbm_bytes=UNKNOWN, hbm_Bps=UNKNOWN, cube_hz=UNKNOWN,
         fp16_peak_flops=UNKNOWN, int8_peak_ops=UNKNOWN, fp8_peak_flops=UNKNOWN, fp4_peak_flops=UNKNOWN,
         sys_workspace_size=16 * MiB,
-        notes=("the fixture hands coreNum 64 and ubSize 262144 to tiling unchanged (sign_bits.md T1: "
+        notes=("the fixture hands coreNum 64 and ubSize 262144 to tiling unchanged (docs/ops/sign_bits.md T1: "
                "tileDataNum 5312)", "its UTs expect workspace {16777216}"),
         sources=("hicann/ops-math: tests/ut/common/tiling_context_faker.h (coreNum = 64, ubSize = 262144)",)),
 )
@@ -334,7 +334,7 @@ PLATFORMS = {p.name: p for p in _TABLE}
 
 
 def names():
-    """The soc keys of platforms.md §1, in its order."""
+    """The soc keys of docs/device/platforms.md §1, in its order."""
     return tuple(PLATFORMS)
 
 

@@ -1,4 +1,4 @@
-"""TilingData: the typed struct a host tiling hands to its kernel (CONTRACT.md "Launch model").
+"""TilingData: the typed struct a host tiling hands to its kernel (docs/device/launch.md).
 
 An op declares its CANN TilingData struct as a frozen dataclass whose fields are the struct members in struct
 order, each with its C type::
@@ -12,7 +12,7 @@ order, each with its C type::
 C types: ``int8 .. int64``, ``uint8 .. uint64`` (the ``_t`` spellings too), ``float`` / ``double``, fixed
 arrays ``"uint32[16]"`` (tuple values) and nested structs (another TilingData subclass as the ctype). The
 byte image (:meth:`TilingData.to_bytes`) is little-endian with natural alignment, as the device compiler lays
-out the struct (sign_bits.md §3.4: the UT's 8-byte dump shows the uint32 members packed pairwise after the
+out the struct (docs/ops/sign_bits.md §3.4: the UT's 8-byte dump shows the uint32 members packed pairwise after the
 uint64 ones), so users can feed what their own op_host produced (:meth:`TilingData.from_bytes`).
 
 Values are range-checked against their C type at construction: a tiling that computes a value the struct

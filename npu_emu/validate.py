@@ -1,4 +1,4 @@
-"""Tiling validation: check a kernel's declared GM and UB accesses before it runs (CONTRACT.md "Launch model").
+"""Tiling validation: check a kernel's declared GM and UB accesses before it runs (docs/device/launch.md).
 
 An op describes what its device kernel touches, computed from the tiling data alone (not by running the
 kernel), as an :class:`AccessPattern`:
@@ -12,8 +12,8 @@ kernel), as an :class:`AccessPattern`:
 :func:`validate` checks, vectorised over the records (sorting intervals, no per-tile Python loop):
 bounds (start < 0 or past end + overrun), writes of the same element by two tiles/cores, output elements no
 tile writes, and UB overflow. Device accesses past the logical end within the declared ``overrun`` are not
-errors: they are returned as :class:`Overrun` records (tensor, "read"/"write", start byte, end byte, core), the
-``gm_overrun`` trace field of spec README §4.4. The kernel itself never performs them (spec README §3 rule 4).
+errors: they are returned as :class:`GmOverrun` records (tensor, "read"/"write", start byte, end byte, core), the
+``gm_overrun`` trace field of docs/conventions.md §4.4. The kernel itself never performs them (docs/conventions.md §3 rule 4).
 
 Example (the big/small core split with a tail tile; see kernels/example/tiling.py for the full op)::
 
@@ -35,7 +35,7 @@ import numpy as np
 
 from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 
-__all__ = ["READ", "WRITE", "ACCESS_DTYPE", "UB_DTYPE", "GmBuffer", "AccessPattern", "Overrun",
+__all__ = ["READ", "WRITE", "ACCESS_DTYPE", "UB_DTYPE", "GmBuffer", "AccessPattern", "GmOverrun",
            "ValidationReport", "validate", "tile_ranges"]
 
 READ, WRITE = 0, 1
@@ -68,13 +68,14 @@ class GmBuffer:
         return self.dtype.itemsize
 
 
-class Overrun(NamedTuple):
-    """One device GM access past a tensor's logical end (spec README §4.4 ``gm_overrun``)."""
+class GmOverrun(NamedTuple):
+    """One device GM access past a tensor's logical end: an entry of the trace's ``gm_overrun`` list
+    (docs/conventions.md §4.4). The device performs it; the emulated kernel never does (it only reports it)."""
 
     tensor: str
-    mode: str          # "read" | "write"
-    start_byte: int    # relative to the tensor base
-    end_byte: int
+    kind: str          # "read" | "write"
+    start: int         # bytes from the tensor base
+    end: int
     core: int
 
 
@@ -328,7 +329,7 @@ def _check_bounds(buf, rec, out, report):
             else:
                 merged.append([mode, s, e, core])
         size = buf.itemsize
-        report.overruns.extend(Overrun(buf.name, m, s * size, e * size, c) for m, s, e, c in merged)
+        report.overruns.extend(GmOverrun(buf.name, m, s * size, e * size, c) for m, s, e, c in merged)
 
 
 def _running_owner(writes):

@@ -1,4 +1,4 @@
-"""Per-core kernels of SignBitsUnpack / SignBitsPack, transliterated from Ascend C (spec sign_bits.md §2.6, §2.9,
+"""Per-core kernels of SignBitsUnpack / SignBitsPack, transliterated from Ascend C (docs/ops/sign_bits.md §2.6, §2.9,
 §3.5, §3.9) onto the launch model and the instruction layer.
 
 910B: hicann/ops-math experimental/math/sign_bits_unpack/op_kernel/sign_bits_unpack.h (KernelSignBitsUnpack<T>)
@@ -31,7 +31,6 @@ from npu_emu.ascendc.constants import (
 from npu_emu.ascendc.datacopy import DataCopy, DataCopyPad
 from npu_emu.ascendc.vector import Duplicate, Or
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
-from npu_emu.frontend import GmOverrun
 from npu_emu.jit_options import PARALLEL
 from npu_emu.launch import checked_access, launch, ub_view
 from npu_emu.kernels.sign_bits.tiling import PACK950_SLOT
@@ -579,7 +578,7 @@ def with_block_dim(tr, block_dim):
 def _overruns(checked):
     if not checked.validated:
         return []
-    return [GmOverrun(o.tensor, o.mode, o.start_byte, o.end_byte, o.core) for o in checked.overruns]
+    return list(checked.overruns)
 
 
 def run_unpack(x, y, tr, family, *, validate=True, faithful=False):

@@ -7,7 +7,7 @@ views; instructions whose result depends on the format take a ``DT_*`` tag (``co
 ``@njit(inline='always', cache=True, error_model='numpy')``; nothing is compiled at import.
 
 Count-mode ("tensor前n个数据计算") forms only; the mask / repeat forms are not needed by the kernels in scope
-(spec sign_bits.md, gather_dequant_int8.md, mx_quant.md, quant_matmul.md).
+(docs/ops/sign_bits.md, docs/ops/gather_dequant_int8.md, docs/ops/mx_quant.md, docs/ops/quant_matmul.md).
 
 Modules: ``datacopy`` (DataCopy, DataCopyPad and their Python-level struct forms), ``vector`` (Duplicate, Add, Sub,
 Mul, Max, Min, Adds, Muls, Abs, ShiftLeft, ShiftRight, And, Or, Not, ReduceMax), ``cmpsel`` (Compare,
@@ -60,8 +60,7 @@ __all__ = [
 
 # The enhanced CO1 -> CO2 DataCopy with dequantisation lives in ``deq`` (its own helper); its public names are also
 # reachable from here, imported on first use so that a problem there never breaks the rest of the layer.
-_DEQ_NAMES = {"DataCopyEnhancedParams", "DeqValue", "DeqVector", "data_copy_co1_to_co2", "data_copy_enhanced",
-              "data_copy_dequant"}
+_DEQ_NAMES = {"DataCopyEnhancedParams", "DeqValue", "DeqVector", "data_copy_co1_to_co2", "data_copy_enhanced"}
 
 
 def __getattr__(name):

@@ -7,7 +7,7 @@ No rounding rule is written here: every inexact step calls a codec (``f32_to_f16
 Sources: ``cannmirror/asc-devkit: docs/zh/api/SIMD-API/基础API/Memory矢量计算/类型转换/Cast.md`` (supported pairs and
 modes per SoC), ``.../数据结构/precision_conversion.md`` (rounding rules, "溢出默认按照饱和模式处理"),
 ``.../Reg矢量计算/类型转换/Cast.md`` 表4 (saturating / non-saturating behaviour per conversion class); spec
-codecs.md §2, §3, §9, §10.
+docs/codecs.md §2, §3, §9, §10.
 """
 
 import numpy as np
@@ -389,7 +389,7 @@ def Cast(dst, src, round_mode, count, dst_type, src_type, flags=0):
       integral value in the given mode (precision_conversion.md example: 0.5, CAST_RINT -> 0.0); NaN/Inf kept.
     * -> half / bf16 / HiF8 / FP8 / E8M0 / FP4: one rounding of the exact source value by the codec. Flags
       (``CAST_FLAG_*``): SAT = saturating mode (Inf and overflow -> +-max, NaN -> 0; default Inf/NaN mode,
-      codecs.md §9), KEEP_NAN (FP8 with SAT), HYBRID_SCRIPT / F16_SUB_RAW (HiF8 HYBRID switches), FP4_NAN_SIGN,
+      docs/codecs.md §9), KEEP_NAN (FP8 with SAT), HYBRID_SCRIPT / F16_SUB_RAW (HiF8 HYBRID switches), FP4_NAN_SIGN,
       E8M0_ZERO (decoding). FP8 is RINT only and FP4 is always saturating (the mode / flag is ignored where the
       hardware has none). half -> HiF8 uses the half bits (HYBRID reads the fp16 LSB). bf16 / float32 -> E8M0 is
       the exponent truncation.

@@ -1,7 +1,7 @@
 """Compare, CompareScalar (Compares) and Select: bit masks in UB.
 
 Bit layout (both directions): the mask is a byte stream; element i is bit ``i % 8`` of byte ``i // 8``
-(LSB-first, ``np.packbits(..., bitorder='little')``). Compare: "dst按照小端顺序排序成二进制结果"; sign_bits.md §1a.
+(LSB-first, ``np.packbits(..., bitorder='little')``). Compare: "dst按照小端顺序排序成二进制结果"; docs/ops/sign_bits.md §1a.
 A selMask of uint16 / uint32 / uint64 words is the same little-endian stream read word by word.
 
 Sources: ``cannmirror/asc-devkit: docs/zh/api/SIMD-API/基础API/Memory矢量计算/比较与选择/Select.md``,
@@ -49,7 +49,7 @@ def _cmp(a, b, cmpMode):
 @njit(**_JIT)
 def _cmp_elem(a, b, cmpMode, dtype, ftz):
     """IEEE comparison in the format ``dtype``: ordered for LT..GE and EQ (NaN gives 0), unordered NE (NaN gives
-    1), -0 == +0. ``ftz`` compares subnormals as zeros of the same sign (sign_bits.md switch denormal_compare)."""
+    1), -0 == +0. ``ftz`` compares subnormals as zeros of the same sign (docs/ops/sign_bits.md switch denormal_compare)."""
     if is_half_like(dtype):
         ha = np.uint16(a)
         hb = np.uint16(b)
@@ -103,7 +103,7 @@ def Compare(dst, src0, src1, cmpMode, count, dtype=DT_AUTO, ftz=False):
 def CompareScalar(dst, src0, src1Scalar, cmpMode, count, dtype=DT_AUTO, ftz=False):
     """AscendC::CompareScalar / Compares(dst, src0, src1Scalar, cmpMode, count): bit i of dst =
     (src0[i] cmpMode src1Scalar) (``Compares.md``; "CompareScalar" is the older name used by the SignBitsPack
-    kernel: ``CompareScalar(y, x, 0, GE, n)``, sign_bits.md §3.5).
+    kernel: ``CompareScalar(y, x, 0, GE, n)``, docs/ops/sign_bits.md §3.5).
 
     Same whole-repeat rule as Compare (CompareScalarCompute). The scalar has the element type (half: uint16 bits).
     """
@@ -191,7 +191,7 @@ def Select(dst, selMask, src0, src1, selMode, count):
       repeats ("多轮迭代连续消耗selMask的不同部分"): bit i.
 
     The data is copied bit-exactly whatever its format, so Select needs no format tag. The loop walks mask words,
-    then their bits (a per-element byte index is 6x slower, numba_rules.md §3.1).
+    then their bits (a per-element byte index is 6x slower, docs/contributing/numba_rules.md §3.1).
     """
     n = min(count, len(dst), len(src0))
     if selMode == VSEL_CMPMASK_SPR:

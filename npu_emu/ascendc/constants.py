@@ -3,8 +3,8 @@
 Values are the Ascend C enum values so that numbers read off a CANN kernel or dump mean the same here:
 * ``SELMODE`` and ``CMPMODE``: ``cannmirror/asc-devkit: impl/basic_api/utils/kernel_utils_mode.h``.
 * ``RoundMode`` (``CAST_NONE`` .. ``CAST_HYBRID``): re-exported from ``npu_emu.dtypes.scalar`` (one definition).
-* Type tags ``DT_*``: the aclDataType / ge::DataType codes (spec README.md §5). numba has no float16 / bfloat16 /
-  float8 arrays (spec numba_rules.md §2.1), so a LocalTensor of those formats is an integer bit view
+* Type tags ``DT_*``: the aclDataType / ge::DataType codes (docs/conventions.md §5). numba has no float16 / bfloat16 /
+  float8 arrays (docs/contributing/numba_rules.md §2.1), so a LocalTensor of those formats is an integer bit view
   (``uint16`` / ``uint8``); an instruction whose result depends on the format takes the tag as an argument.
   ``DT_AUTO`` means "the view's own numpy dtype" (float32, int8/16/32, uint8/16/32): a ``uint16`` view without a
   tag is uint16 integer data, never half.

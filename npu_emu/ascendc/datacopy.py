@@ -4,7 +4,7 @@ A LocalTensor is a 1-D numpy view of the core's UB (``npu_emu.launch.ub_view``),
 array (or a view of one starting at the tensor offset, ``x_gm[offset:]``); both sides have the same element type
 T. The emulator never touches memory outside the two views: a transfer that would run past either end is cut at
 the end (on the device that is a GM overrun or a write into the neighbouring UB buffer; kernels report GM
-overruns in their trace, see design.md).
+overruns in their trace, see docs/device/launch.md).
 
 Sources: ``cannmirror/asc-devkit: docs/zh/api/SIMD-API/基础API/Memory矢量计算/数据搬运/GM与UB数据搬运/``
 (``GM与UB连续数据搬运(DataCopy).md``, ``GM与UB高维切分数据搬运(DataCopy).md``,
@@ -91,7 +91,7 @@ def DataCopyPad(dst, src, blockCount, blockLen, srcStride, dstStride,
       Fill values (``GMToUB非对齐数据搬运(DataCopyPad).md``, 参数解释): with no left/right padding the dummy
       elements repeat the burst's first element; otherwise pads and dummies are ``paddingValue`` when ``isPad``,
       and "random" on the device when not -- the emulator writes ``paddingValue`` there too (documented fill
-      instead of stale UB, spec README §3 rule 3). ``SetPadValue`` is not modelled.
+      instead of stale UB, docs/conventions.md §3 rule 3). ``SetPadValue`` is not modelled.
     * ``DataCopyPad(dst_gm, src_ub, blockCount, blockLen, srcStride, dstStride)`` = UB -> GM with
       ``DataCopyExtParams`` unpacked: burst b reads ``blockLen`` bytes at UB byte offset
       ``b * (ceil32(blockLen) + 32 * srcStride)`` and writes them at GM byte offset ``b * (blockLen + dstStride)``;

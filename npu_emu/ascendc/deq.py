@@ -1,17 +1,20 @@
-"""Enhanced DataCopy CO1 (L0C) -> CO2 (UB) with on-the-fly dequantisation (spec data_copy_deq.md).
+"""Enhanced DataCopy CO1 (L0C) -> CO2 (UB) with on-the-fly dequantisation (docs/ops/data_copy_dequant.md).
 
 Ascend C: ``DataCopy(dst, src, DataCopyParams, DataCopyEnhancedParams)`` on the Atlas inference AI Core (310P,
 dav-m200; the Atlas training dav-c100 header has the same code). The hardware semantics are closed; the spec
 reconstructs them from the API implementation (``cannmirror/asc-devkit:
 impl/basic_api/dav_m200/kernel_operator_data_copy_impl.h``), Huawei's docs and golden scripts. Disputed points are
-keyword switches (README §3.1) with the spec defaults.
+keyword switches (docs/conventions.md §3.1) with the spec defaults.
 
 Public pieces:
 * enums ``BlockMode``, ``DeqScale``, ``pad_t``, ``ConvRelu_t`` and their members as module constants;
 * ``DeqValue`` (one 64-bit deq word), ``DeqVector`` (the 16 words of one VDEQ burst), ``DataCopyEnhancedParams``;
 * ``deq_register`` (the DEQSCALE word the API writes), ``data_copy_enhanced`` (the instruction on byte images of
-  UB and L0C), ``data_copy_co1_to_co2`` (the same on LocalTensor views), ``data_copy_dequant`` (whole-matrix fast
-  path, bit-identical to a tile-by-tile copy).
+  UB and L0C), ``data_copy_co1_to_co2`` (the same on LocalTensor views);
+* the argument rules the op data_copy_dequant shares (``resolve_switches``, ``check_soc``, ``check_words``, ...).
+
+The op that dequantises a whole accumulator in one call, ``data_copy_dequant``, is npu_emu.kernels.data_copy_dequant:
+this module is the instruction only and imports no front end.
 """
 
 from dataclasses import dataclass
@@ -23,7 +26,6 @@ from npu_emu.ascendc import deq_kernels as k
 from npu_emu.ascendc.params import DataCopyParams
 from npu_emu.dtypes.scalar import CAST_RINT, CAST_ROUND
 from npu_emu.errors import invalid, nullptr
-from npu_emu.frontend import Origin, Trace, as_array, check_memory, to_user
 
 # ---------------------------------------------------------------------------------------------------------------
 # Enums (cannmirror/asc-devkit: impl/basic_api/utils/kernel_utils_mode.h; pad_t and ConvRelu_t are the CCE
@@ -93,7 +95,7 @@ SID_STORE_MODE_SECOND_HALF = 1
 SID_STORE_MODE_FULL_BLOCK = 2
 
 # ---------------------------------------------------------------------------------------------------------------
-# Switches (data_copy_deq.md §0; README §3.1)
+# Switches (docs/ops/data_copy_dequant.md §0; docs/conventions.md §3.1)
 # ---------------------------------------------------------------------------------------------------------------
 
 SWITCH_CHOICES = {
@@ -150,7 +152,7 @@ def resolve_switches(**switches):
     )
 
 
-def _check_soc(soc):
+def check_soc(soc):
     if soc not in DEQ_COPY_SOCS:
         raise invalid(f"DataCopy CO1 -> CO2 is not available on soc={soc!r}: only the Atlas inference AI Core "
                       f"('ascend310p', dav-m200) and Atlas training ('ascend910', dav-c100) implement it; other "
@@ -161,7 +163,7 @@ def _check_soc(soc):
 # The 64-bit deq word (§3.1)
 # ---------------------------------------------------------------------------------------------------------------
 
-def _as_u64(v, what):
+def as_u64(v, what):
     """A uint64 bit pattern from a Python int in [0, 2^64), a numpy integer (int64 is read as its bits) or a
     DeqValue."""
     if isinstance(v, DeqValue):
@@ -196,7 +198,7 @@ def _check_int(v, what, lo, hi):
     return int(v)
 
 
-def _check_bool(v, what):
+def check_bool(v, what):
     if not isinstance(v, (bool, np.bool_)):
         raise invalid(f"{what}={v!r} must be a bool")
     return bool(v)
@@ -221,7 +223,7 @@ class DeqValue:
     __slots__ = ("_word",)
 
     def __init__(self, word=0):
-        self._word = _as_u64(word, "deqValue")
+        self._word = as_u64(word, "deqValue")
 
     @classmethod
     def build(cls, scale=1.0, *, shift=1, mcb=False, offset=0, sign=False, relu=False, scale_bits=None,
@@ -241,8 +243,8 @@ class DeqValue:
         n = _check_int(shift, "shift", 1, 16) - 1
         off = _check_int(offset, "offset", -256, 255) & 0x1FF
         res = _check_int(reserved, "reserved", 0, 0xFFFF)
-        word = (bits | (n << 32) | (int(_check_bool(mcb, "mcb")) << 36) | (off << 37)
-                | (int(_check_bool(sign, "sign")) << 46) | (int(_check_bool(relu, "relu")) << 47) | (res << 48))
+        word = (bits | (n << 32) | (int(check_bool(mcb, "mcb")) << 36) | (off << 37)
+                | (int(check_bool(sign, "sign")) << 46) | (int(check_bool(relu, "relu")) << 47) | (res << 48))
         return cls(word)
 
     @classmethod
@@ -347,7 +349,7 @@ DEQADDR_LIMIT = 1 << 19  # DEQADDR is 14 bits of 32-byte units
 
 def check_deq_tensor_addr(addr):
     """deqTensorAddr: a UB byte address, 32-byte aligned, inside the 14-bit DEQADDR field (in 32 B units)."""
-    addr = _as_u64(addr, "deqTensorAddr")
+    addr = as_u64(addr, "deqTensorAddr")
     if addr % 32:
         raise invalid(f"deqTensorAddr={addr} is not 32-byte aligned; the DEQSCALE register holds it in 32 B units")
     if addr >= DEQADDR_LIMIT:
@@ -368,7 +370,7 @@ class DeqVector:
             else list(words.reshape(-1))
         if len(items) != DEQ_VECTOR_ENTRIES:
             raise invalid(f"a VDEQ vector has {DEQ_VECTOR_ENTRIES} entries, got {len(items)}")
-        self._words = np.array([_as_u64(w, f"entry {i}") for i, w in enumerate(items)], dtype=np.uint64)
+        self._words = np.array([as_u64(w, f"entry {i}") for i, w in enumerate(items)], dtype=np.uint64)
         mcb = (self._words >> np.uint64(36)) & np.uint64(1)
         if mcb.min() != mcb.max():
             raise invalid(f"the MCB bit (bit 36) differs across the VDEQ vector (entries {np.flatnonzero(mcb)} set); "
@@ -436,12 +438,12 @@ class DeqVector:
 _ENHANCED_FIELDS = {
     "blockMode": lambda v: BlockMode(_check_int(v, "DataCopyEnhancedParams.blockMode", 0, 4)),
     "deqScale": lambda v: DeqScale(_check_int(v, "DataCopyEnhancedParams.deqScale", 0, 6)),
-    "deqValue": lambda v: _as_u64(v, "DataCopyEnhancedParams.deqValue"),
+    "deqValue": lambda v: as_u64(v, "DataCopyEnhancedParams.deqValue"),
     "sidStoreMode": lambda v: _check_int(v, "DataCopyEnhancedParams.sidStoreMode", 0, 255),
-    "isRelu": lambda v: _check_bool(v, "DataCopyEnhancedParams.isRelu"),
+    "isRelu": lambda v: check_bool(v, "DataCopyEnhancedParams.isRelu"),
     "padMode": lambda v: pad_t(_check_int(v, "DataCopyEnhancedParams.padMode", 0, 8)),
-    "padValue": lambda v: _as_u64(v, "DataCopyEnhancedParams.padValue"),
-    "deqTensorAddr": lambda v: _as_u64(v, "DataCopyEnhancedParams.deqTensorAddr"),
+    "padValue": lambda v: as_u64(v, "DataCopyEnhancedParams.padValue"),
+    "deqTensorAddr": lambda v: as_u64(v, "DataCopyEnhancedParams.deqTensorAddr"),
 }
 
 
@@ -530,7 +532,7 @@ def _select_kind(src, dst, enhanced):
                       f"supported pairs are same-type, float -> half and int32 -> int8/uint8/int16/half")
     if ds in (DeqScale.DEQ, DeqScale.VDEQ) and (src, dst) in (("float16", "float16"), ("int32", "float16")):
         raise invalid(f"deqScale={ds.name} ({pair}, half-M scaling) is not emulated: the older docs mark it "
-                      f"'当前暂不支持' and its arithmetic is unverified (spec §1.2 [L]); use DEQ16/VDEQ16")
+                      f"'当前暂不支持' and its arithmetic is unverified (docs/ops/data_copy_dequant.md §1.2 [L]); use DEQ16/VDEQ16")
     if src == dst:
         if src == "uint32":
             return k.K_COPY, ConvRelu_t.CRMODE_NONE  # the uint32 overload ignores isRelu
@@ -565,7 +567,7 @@ def _select_kind(src, dst, enhanced):
                   f"int32, uint32), float -> half and int32 -> int8/uint8/int16/half")
 
 
-def _check_words(words, kind, what, m_truncate):
+def check_words(words, kind, what, m_truncate):
     """M must be zero or a normal finite float wherever the mode reads it (DEQ8 / DEQ16; DEQS16 ignores M)."""
     if kind not in (k.K_DEQ8, k.K_DEQ16):
         return
@@ -597,7 +599,7 @@ def data_copy_enhanced(dst_ub, dst_addr, src_l0c, src_addr, src_dtype, dst_dtype
         raise invalid("enhancedParams must be a DataCopyEnhancedParams")
     dst_addr = _check_int(dst_addr, "dst address", 0, dst_ub.size)
     src_addr = _check_int(src_addr, "src address", 0, src_l0c.size)
-    _check_soc(soc)
+    check_soc(soc)
     sid0_half = _switch_value("sid0_half", sid0_half)
     vector_src_layout = _switch_value("vector_src_layout", vector_src_layout)
     sw = resolve_switches(**switches)
@@ -654,7 +656,7 @@ def data_copy_enhanced(dst_ub, dst_addr, src_l0c, src_addr, src_dtype, dst_dtype
             reg = deq_register(enhanced, dst)
             relu = bool((reg >> 47) & 1)
             words[:] = reg
-            _check_words(words[:1], kind, "deqValue (DEQSCALE register)", sw.m_truncate)
+            check_words(words[:1], kind, "deqValue (DEQSCALE register)", sw.m_truncate)
         else:
             addr = check_deq_tensor_addr(enhanced.deqTensorAddr)
             end = addr + DEQ_VECTOR_BYTES * bc
@@ -671,7 +673,7 @@ def data_copy_enhanced(dst_ub, dst_addr, src_l0c, src_addr, src_dtype, dst_dtype
                 b = int(mixed[0])
                 raise invalid(f"burst {b}: the VDEQ vector at {addr + DEQ_VECTOR_BYTES * b} mixes MCB bits (bit 36 "
                               f"set in entries {np.flatnonzero(mcb[b]).tolist()}); all 16 entries must share it")
-            _check_words(words, kind, f"VDEQ table at {addr}: entry", sw.m_truncate)
+            check_words(words, kind, f"VDEQ table at {addr}: entry", sw.m_truncate)
             relu = enhanced.isRelu  # DEQSCALE bit 15; the entries' bit 47 is ignored
             burst_words = 16
     elif kind in (k.K_RELU_S32, k.K_RELU_F32, k.K_RELU_F16, k.K_F32_TO_F16):
@@ -732,138 +734,11 @@ def _check_bursts(base, step, span, count, size, verb, what):
                   f"enlarge the buffer or reduce blockCount/blockLen/strides")
 
 
-# ---------------------------------------------------------------------------------------------------------------
-# Whole-matrix fast path
-# ---------------------------------------------------------------------------------------------------------------
-
-_MODES = {"DEQ8": "DEQ8", "DEQ16": "DEQ16", "DEQS16": "DEQS16", "VDEQ8": "DEQ8", "VDEQ16": "DEQ16",
-          "VDEQS16": "DEQS16"}
-
-
-def _deq_words_arg(deq_value, n):
-    """(words uint64 [n] or None, scalar word or None) from the deq_value argument."""
-    if deq_value is None:
-        raise nullptr("deq_value")
-    if isinstance(deq_value, DeqVector):
-        deq_value = deq_value.words
-    if isinstance(deq_value, (DeqValue, int, np.integer)) or \
-            (isinstance(deq_value, np.ndarray) and deq_value.ndim == 0):
-        return None, _as_u64(deq_value, "deq_value")
-    if isinstance(deq_value, np.ndarray) and deq_value.dtype.kind in "iu":
-        arr = deq_value
-        if arr.dtype == np.int64:
-            arr = arr.view(np.uint64)
-        elif arr.dtype.kind == "i":
-            raise invalid(f"deq_value array has dtype {arr.dtype}; pass uint64 (or int64 bit patterns)")
-    else:
-        try:
-            arr = np.array([_as_u64(v, "deq_value entry") for v in deq_value], dtype=np.uint64)
-        except TypeError:
-            raise invalid(f"deq_value must be a uint64 word or a uint64 array of shape ({n},), not "
-                          f"{type(deq_value).__name__}") from None
-    if arr.ndim != 1 or arr.shape[0] != n:
-        raise invalid(f"deq_value array has shape {arr.shape}; a per-channel (VDEQ) table needs shape ({n},), "
-                      f"one word per column of acc")
-    return np.ascontiguousarray(arr, dtype=np.uint64), None
-
-
-def data_copy_dequant(acc, deq_value, *, mode="DEQ8", is_relu=False, soc=DEFAULT_SOC, out=None, trace=False,
-                      **switches):
-    """Dequantise a whole L0C accumulator as CO1 -> CO2 DataCopy would, tile by tile, in one parallel call.
-
-    acc: int32 array (..., N) in ND order. deq_value: a uint64 word (scalar DEQ8 / DEQ16 / DEQS16; the register
-    word is deq_value | is_relu << 47 and its bit 47 decides ReLU) or a uint64 array of shape (N,) (VDEQ8 /
-    VDEQ16 / VDEQS16: column n uses entry n, i.e. entry n % 16 of the table of N-fractal n // 16; ReLU is is_relu
-    alone). mode: "DEQ8" -> int8 (sign bit 46 set) or uint8, "DEQ16" -> float16, "DEQS16" -> int16 ("VDEQ*"
-    spellings are accepted with an array). In vector mode all entries must share MCB (and sign for DEQ8).
-    Keyword switches: see SWITCH_CHOICES (defaults from the spec). out: optional preallocated result.
-    """
-    origin = Origin()
-    acc = as_array(acc, "acc", origin=origin)
-    if mode not in _MODES:
-        raise invalid(f"mode={mode!r} is not valid; use one of {list(_MODES)}")
-    base_mode = _MODES[mode]
-    is_relu = _check_bool(is_relu, "is_relu")
-    _check_soc(soc)
-    sw = resolve_switches(**switches)
-    if acc.dtype != np.int32:
-        raise invalid(f"acc has dtype {acc.dtype}; the L0C accumulator is int32 (cast it, or use the same-type "
-                      f"DataCopy for float data)")
-    if acc.ndim < 1:
-        raise invalid("acc must have at least one dimension (..., N)")
-    n = acc.shape[-1]
-    table, word = _deq_words_arg(deq_value, n)
-    if mode.startswith("V") and table is None:
-        raise invalid(f"mode={mode} needs a per-channel uint64 array of shape ({n},) as deq_value")
-
-    kind = {"DEQ8": k.K_DEQ8, "DEQ16": k.K_DEQ16, "DEQS16": k.K_DEQS16}[base_mode]
-    if table is None:
-        word |= int(is_relu) << 47
-        relu = bool((word >> 47) & 1)
-        words = np.full(n, word, dtype=np.uint64)
-        _check_words(np.array([word], np.uint64), kind, "deq_value", sw.m_truncate)
-        signed = bool((word >> 46) & 1)
-    else:
-        words = table
-        relu = is_relu
-        if n:
-            mcb = (words >> np.uint64(36)) & np.uint64(1)
-            if mcb.min() != mcb.max():
-                raise invalid(f"the MCB bit (bit 36) differs across deq_value (set in entries "
-                              f"{np.flatnonzero(mcb)[:8].tolist()}...); every VDEQ vector must share it")
-            sign = (words >> np.uint64(46)) & np.uint64(1)
-            if base_mode == "DEQ8" and sign.min() != sign.max():
-                raise invalid("the sign bit (bit 46) differs across deq_value; one output dtype (int8 or uint8) "
-                              "needs the same sign bit in every entry")
-            _check_words(words, kind, "deq_value", sw.m_truncate)
-        signed = bool(n and (int(words[0]) >> 46) & 1)
-
-    out_dtype = {"DEQ8": np.int8 if signed else np.uint8, "DEQ16": np.float16, "DEQS16": np.int16}[base_mode]
-    if out is None:
-        check_memory(acc.size * np.dtype(out_dtype).itemsize, "data_copy_dequant output")
-        result = np.empty(acc.shape, dtype=out_dtype)
-    else:
-        if not isinstance(out, np.ndarray) or out.shape != acc.shape or out.dtype != out_dtype \
-                or not out.flags.c_contiguous or not out.flags.writeable:
-            raise invalid(f"out must be a writeable C-contiguous {np.dtype(out_dtype).name} array of shape "
-                          f"{acc.shape}")
-        result = out
-    if acc.size:
-        flat_in = acc.reshape(-1)
-        flat_out = result.reshape(-1)
-        m = np.empty(n, np.float64 if sw.mul_exact else np.float32)  # the scale dtype selects the datapath
-        shift = np.empty(n, np.int32)
-        off = np.empty(n, np.int32)
-        mcb = bool((int(words[0]) >> 36) & 1)
-        default = sw == k.DEFAULT_SWITCHES
-        if base_mode == "DEQ8":
-            k.decode_table(words, sw, m, shift, off)
-            if default:
-                k.deq8_matrix_default(flat_in, flat_out.view(np.uint8), m, shift, off, mcb, signed, relu)
-            else:
-                k.deq8_matrix(flat_in, flat_out.view(np.uint8), m, shift, off, mcb, signed, relu, sw)
-        elif base_mode == "DEQ16":
-            k.decode_table(words, sw, m, shift, off)
-            if default:
-                k.deq16_matrix_default(flat_in, flat_out.view(np.uint16), m, shift, mcb, relu)
-            else:
-                k.deq16_matrix(flat_in, flat_out.view(np.uint16), m, shift, mcb, relu, sw)
-        else:  # DEQS16 always shifts by N + 1, whatever mcb_shift says
-            k.decode_table(words, sw._replace(mcb_shift_plus1=1), m, shift, off)
-            k.deqs16_matrix(flat_in, flat_out, shift, relu)
-    res = to_user(result, origin)
-    if trace:
-        return res, Trace(op="data_copy_dequant", soc=soc, quant_mode=("V" if table is not None else "") + base_mode,
-                          notes=["whole-matrix form of the CO1 -> CO2 DataCopy (bit-identical to one copy per "
-                                 "tile); an instruction, so no host tiling and no per-core split"])
-    return res
-
-
 __all__ = [
     "BlockMode", "DeqScale", "pad_t", "ConvRelu_t",
     *[e.name for enum in (BlockMode, DeqScale, pad_t, ConvRelu_t) for e in enum],
     "SID_STORE_MODE_FIRST_HALF", "SID_STORE_MODE_SECOND_HALF", "SID_STORE_MODE_FULL_BLOCK",
     "SWITCH_CHOICES", "SWITCH_DEFAULTS", "GEOMETRY_CHOICES", "DEQ_COPY_SOCS", "resolve_switches",
     "DeqValue", "DeqVector", "check_deq_tensor_addr", "DataCopyEnhancedParams", "deq_register",
-    "data_copy_enhanced", "data_copy_co1_to_co2", "data_copy_dequant",
+    "data_copy_enhanced", "data_copy_co1_to_co2", "DEFAULT_SOC",
 ]

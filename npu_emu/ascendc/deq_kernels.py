@@ -1,16 +1,19 @@
-"""njit core of the enhanced DataCopy CO1 -> CO2 (spec data_copy_deq.md §3-§5).
+"""njit core of the enhanced DataCopy CO1 -> CO2 (docs/ops/data_copy_dequant.md §3-§5).
 
 The per-element DEQ8 / DEQ16 / DEQS16 pipelines are written once here as inline scalar functions and used by both
-the instruction-level copy (``l0c_to_ub_kernel``: one call = one DataCopy on one AI Core) and the whole-matrix fast
-path (``deq8_matrix`` / ``deq16_matrix`` / ``deqs16_matrix``). Helpers and kernels share this module because
-numba's cache only watches the file that defines the entry function (numba_rules.md §2.4).
+the instruction-level copy (``l0c_to_ub_kernel``: one call = one DataCopy on one AI Core) and the op
+``data_copy_dequant``, whose whole-matrix kernels (npu_emu.kernels.data_copy_dequant.kernel) run them row by row.
+As for every kernel that calls the instruction layer, numba's cache watches only the file that defines the entry
+function (docs/contributing/numba_rules.md §2.4): after editing an element function here, use a fresh
+NUMBA_CACHE_DIR (CI keys its cache by every source file).
 
 Datapath width: the element functions are typed by the scale ``m`` they receive. A float32 ``m`` gives the fp32
 datapath (``deq_mul="f32"``: f32(f32(t)·M')); a float64 ``m`` gives the exact product (``deq_mul="exact"``:
 f32(t)·M' has at most 24 + 11 significant bits, exact in float64), rounded once at the next stage. Integers stay
 32-bit and floats 32-bit wherever that is exact, so the default path vectorises on AVX2 as well as AVX-512.
 
-Nothing here validates: npu_emu.ascendc.deq checks every argument before calling in.
+Nothing here validates: npu_emu.ascendc.deq and npu_emu.kernels.data_copy_dequant.checks check every argument
+before calling in.
 """
 
 from collections import namedtuple
@@ -263,137 +266,6 @@ def l0c_to_ub_kernel(dst8, dst16, dst32, src16, src32, words, burst_words, m, ki
                     dst32[(d0 >> 2):(d0 >> 2) + 16] = src32[s0:s0 + 16]
                 else:                 # K_COPY, 16-bit elements
                     dst16[(d0 >> 1):(d0 >> 1) + 16] = src16[s0:s0 + 16]
-
-
-# ---- whole-matrix fast path ------------------------------------------------------------------------------------
-
-@njit(**_JIT)
-def decode_table(words, sw, m, shift, off):
-    """Per-column parameters of a whole-matrix call (one word per column)."""
-    for c in range(words.size):
-        decode_column(words[c], sw, m, shift, off, c)
-
-
-@njit(**_INLINE)
-def deq8_row(acc, out, base, m, shift, off, mcb, signed, relu, sw):
-    # row slices: a loop index that is provably >= 0 needs no negative-index wraparound, which would otherwise
-    # turn every load and store into a gather / scatter and stop LLVM from vectorising the row
-    n = m.size
-    a = acc[base:base + n]
-    o = out[base:base + n]
-    for c in range(n):
-        o[c] = np.uint8(deq8_element(a[c], m[c], shift[c], mcb, off[c], signed, relu, sw))
-
-
-@njit(**_INLINE)
-def deq16_row(acc, out, base, m, shift, mcb, relu, sw):
-    n = m.size
-    a = acc[base:base + n]
-    o = out[base:base + n]
-    for c in range(n):
-        o[c] = deq16_element(a[c], m[c], shift[c], mcb, relu, sw)
-
-
-@njit(**_INLINE)
-def deq16_default_row(acc, out, base, m, shift, mcb, relu):
-    n = m.size
-    a = acc[base:base + n]
-    o = out[base:base + n]
-    for c in range(n):
-        o[c] = deq16_default_element(a[c], m[c], shift[c], mcb, relu)
-
-
-@njit(**_INLINE)
-def deqs16_row(acc, out, base, shift, relu):
-    n = shift.size
-    a = acc[base:base + n]
-    o = out[base:base + n]
-    for c in range(n):
-        o[c] = np.int16(deqs16_element(a[c], shift[c], relu))
-
-
-# Flat C-order arrays of R rows x N columns, one prange iteration per row. acc int32 [R*N]; per-column m (float32
-# or float64: the datapath), shift (MCB path) and off [N]; out uint8 (int8/uint8 bits) / uint16 (half bits) /
-# int16 [R*N]. mcb, signed and relu are uniform over the call (checked by the caller).
-
-@njit(parallel=PARALLEL, **_JIT)
-def deq8_matrix(acc, out, m, shift, off, mcb, signed, relu, sw):
-    """DEQ8 / VDEQ8 with any switches."""
-    n = m.size
-    for r in prange(acc.size // n):
-        deq8_row(acc, out, r * n, m, shift, off, mcb, signed, relu, sw)
-
-
-@njit(parallel=PARALLEL, **_JIT)
-def deq16_matrix(acc, out, m, shift, mcb, relu, sw):
-    """DEQ16 / VDEQ16 with any switches."""
-    n = m.size
-    for r in prange(acc.size // n):
-        deq16_row(acc, out, r * n, m, shift, mcb, relu, sw)
-
-
-# The spec defaults: the switches are compile-time constants and the per-call flags are hoisted out of the row
-# loop, so that LLVM drops every branch of the element pipeline and vectorises it (8 lanes of AVX2); DEQ16 also
-# drops the half encoder's NaN / Inf / overflow cases, which the defaults never reach (deq16_default_element).
-
-# The matrix kernels' prange bodies are one call each: numba's parallel-loop passes grow much faster than the loop
-# body, and four inlined row copies in the body made DEQ8's first call take 25 s on a loaded box.
-
-@njit(**_JIT)
-def _deq8_default_row(acc, out, base, m, shift, off, mcb, signed, relu):
-    # constant mcb / relu in each copy of the row loop, so that it vectorises
-    if mcb:
-        if relu:
-            deq8_row(acc, out, base, m, shift, off, True, signed, True, DEFAULT_SWITCHES)
-        else:
-            deq8_row(acc, out, base, m, shift, off, True, signed, False, DEFAULT_SWITCHES)
-    elif relu:
-        deq8_row(acc, out, base, m, shift, off, False, signed, True, DEFAULT_SWITCHES)
-    else:
-        deq8_row(acc, out, base, m, shift, off, False, signed, False, DEFAULT_SWITCHES)
-
-
-@njit(parallel=PARALLEL, **_JIT)
-def deq8_matrix_default(acc, out, m, shift, off, mcb, signed, relu):
-    n = m.size
-    for r in prange(acc.size // n):
-        _deq8_default_row(acc, out, np.int64(r) * n, m, shift, off, mcb, signed, relu)
-
-
-@njit(**_JIT)
-def _deq16_default_row(acc, out, base, m, shift, mcb, relu):
-    if mcb:
-        if relu:
-            deq16_default_row(acc, out, base, m, shift, True, True)
-        else:
-            deq16_default_row(acc, out, base, m, shift, True, False)
-    elif relu:
-        deq16_default_row(acc, out, base, m, shift, False, True)
-    else:
-        deq16_default_row(acc, out, base, m, shift, False, False)
-
-
-@njit(parallel=PARALLEL, **_JIT)
-def deq16_matrix_default(acc, out, m, shift, mcb, relu):
-    n = m.size
-    for r in prange(acc.size // n):
-        _deq16_default_row(acc, out, np.int64(r) * n, m, shift, mcb, relu)
-
-
-@njit(**_JIT)
-def _deqs16_row(acc, out, base, shift, relu):
-    if relu:
-        deqs16_row(acc, out, base, shift, True)
-    else:
-        deqs16_row(acc, out, base, shift, False)
-
-
-@njit(parallel=PARALLEL, **_JIT)
-def deqs16_matrix(acc, out, shift, relu):
-    """DEQS16 / VDEQS16 (no switch applies); shift = N + 1 per column."""
-    n = shift.size
-    for r in prange(acc.size // n):
-        _deqs16_row(acc, out, np.int64(r) * n, shift, relu)
 
 
 DEFAULT_SWITCHES = DeqSwitches(mcb_shift_plus1=1, mcb_trunc=0, mcb_wrap=0, clamp9=1, relu_mode=RELU_INPUT_SIGN,

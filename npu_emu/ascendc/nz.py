@@ -1,4 +1,4 @@
-"""FRACTAL_NZ layout helpers (spec README §7 glossary; data_copy_deq.md NZ section).
+"""FRACTAL_NZ layout helpers (docs/conventions.md §7 glossary; docs/ops/data_copy_dequant.md NZ section).
 
 A matrix [R, C] is stored as [ceil(C / c0), ceil(R / 16), 16, c0]: fractals of 16 rows x c0 columns, ordered
 down the rows first. c0 = 32 bytes / element size (16 for fp16, 8 for fp32, 32 for int8/fp8); the L0C

@@ -1,10 +1,10 @@
 """Plain-numpy reference for the enhanced DataCopy CO1 -> CO2 with dequantisation.
 
-Written from the spec alone (data_copy_deq.md §3 bit fields, §4 per-element arithmetic, §5 geometry), vectorised
+Written from the spec alone (docs/ops/data_copy_dequant.md §3 bit fields, §4 per-element arithmetic, §5 geometry), vectorised
 with int64 / float32 / float64 numpy and numpy float16 for the half cast. It deliberately shares no code with the
 njit implementation (npu_emu.ascendc.deq*) or the njit codecs (npu_emu.dtypes.scalar): tests compare the two.
 
-Every function takes the data_copy_deq switches as keywords with the spec defaults (README §3.1).
+Every function takes the data_copy_deq switches as keywords with the spec defaults (docs/conventions.md §3.1).
 """
 
 import numpy as np

@@ -1,9 +1,9 @@
-"""Plain-numpy reference for GroupedDynamicMxQuant and DynamicMxQuant, written from spec mx_quant.md §3, §4, §8.
+"""Plain-numpy reference for GroupedDynamicMxQuant and DynamicMxQuant, written from docs/ops/mx_quant.md §3, §4, §8.
 
 Never calls the kernels, the instruction layer or the njit codecs. Scales are integer codes computed from exponent
 fields (never a float -> E8M0 cast); elements are one float32 multiply by the power-of-two reciprocal (numpy float32
 arithmetic is IEEE, subnormals kept), then FP8 through ml_dtypes after clipping to the format maximum with NaN
-replaced by 0 (the oracle recipe of mx_quant.md §6) and FP4 through the value-grid rounding of mx_quant.md §4.5
+replaced by 0 (the oracle recipe of docs/ops/mx_quant.md §6) and FP4 through the value-grid rounding of docs/ops/mx_quant.md §4.5
 implemented here with float64 arithmetic.
 
 Where the spec is silent the kernel sources decide (each point says so):
@@ -27,7 +27,7 @@ _FP4_GRID = {"float4_e2m1": np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]),
 _ML_FP8 = {"float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2}
 
 # CANN releases whose kernels pass a tiny normal block (0 < E <= emax) through with the reciprocal 2^127
-# (mx_quant.md §3.8 for Grouped, §4.3 for DynamicMxQuant).
+# (docs/ops/mx_quant.md §3.8 for Grouped, §4.3 for DynamicMxQuant).
 GROUPED_LEGACY = ("9.0.0", "9.0.1", "9.1.0")
 DYNAMIC_LEGACY = ("9.0.0",)
 CANN_VERSIONS = ("master",) + GROUPED_LEGACY
@@ -64,7 +64,7 @@ def _bf16_bits_to_f32(b):
 
 
 def _flush32(v):
-    """FP32 subnormal -> zero of the same sign (the ``ftz=True`` reading of spec mx_quant.md §1)."""
+    """FP32 subnormal -> zero of the same sign (the ``ftz=True`` reading of docs/ops/mx_quant.md §1)."""
     v = np.asarray(v, np.float32)
     tiny = (np.abs(v) < _TINY32) & (v != 0)
     return np.where(tiny, np.copysign(np.float32(0.0), v), v).astype(np.float32)
@@ -100,11 +100,11 @@ def _dst_type_max_class(dst, dst_type_max, op):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# block scales: codes and reciprocals (spec §3.4, §3.7, §4.2, §4.3)
+# block scales: codes and reciprocals (docs/ops/mx_quant.md §3.4, §3.7, §4.2, §4.3)
 # ---------------------------------------------------------------------------------------------------------------
 
 def _exponent_fields(xf, bits, x_dtype):
-    """Biased exponent of each element viewed as BF16 (FP32 input: its own exponent field), spec §3.4 / §4.2."""
+    """Biased exponent of each element viewed as BF16 (FP32 input: its own exponent field), docs/ops/mx_quant.md §3.4 / §4.2."""
     if x_dtype == "bfloat16":
         return ((bits >> 7) & 0xFF).astype(np.int64)
     if x_dtype == "float32":
@@ -117,7 +117,7 @@ def _exponent_fields(xf, bits, x_dtype):
 
 
 def _abs_max_f32(xf, x_dtype, op, nan_in_max):
-    """Block maximum of |x| as float32 for the RCEIL rule (spec §3.7 step 1 and its NaN reading)."""
+    """Block maximum of |x| as float32 for the RCEIL rule (docs/ops/mx_quant.md §3.7 step 1 and its NaN reading)."""
     a = np.abs(xf)
     if op == "dynamic" or nan_in_max == "propagate":
         nan = np.isnan(a).any(axis=-1)
@@ -176,7 +176,7 @@ def _scales_cublas(xf, x_dtype, dst, op, r32, subnormal_bump, max_low_bound, nan
 
 
 def _scales_dynamic_range(xf, bits, x_dtype, dst, op, dtm_class):
-    """scale_alg 2 for FP4 with dst_type_max in {0, 6, 7} (E2M1) or 1.875 (E1M2): spec §3.7."""
+    """scale_alg 2 for FP4 with dst_type_max in {0, 6, 7} (E2M1) or 1.875 (E1M2): docs/ops/mx_quant.md §3.7."""
     if x_dtype == "bfloat16":
         ab = (bits & 0x7FFF).astype(np.int64)
     elif x_dtype == "float16":
@@ -225,7 +225,7 @@ def block_scales(xb, x_dtype, dst, *, op, scale_alg=0, dst_type_max=0.0, max_low
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# element conversion (spec §3.5, §4.5)
+# element conversion (docs/ops/mx_quant.md §3.5, §4.5)
 # ---------------------------------------------------------------------------------------------------------------
 
 def scaled_values(xf, recip, *, x_dtype, op, ftz=False):
@@ -240,7 +240,7 @@ def scaled_values(xf, recip, *, x_dtype, op, ftz=False):
 
 
 def encode_fp8(v, dst):
-    """RINT + SAT: NaN -> +0, |v| beyond the maximum -> +-max, signed zero kept (oracle recipe of spec §6)."""
+    """RINT + SAT: NaN -> +0, |v| beyond the maximum -> +-max, signed zero kept (oracle recipe of docs/ops/mx_quant.md §6)."""
     v = np.asarray(v, np.float32)
     mx = np.float32(ELEM_MAX[dst])
     c = np.clip(np.where(np.isnan(v), np.float32(0), v), -mx, mx)
@@ -258,7 +258,7 @@ def _round_integral(t, round_mode):
 
 
 def encode_fp4(v, dst, round_mode):
-    """Value-grid rounding of spec §4.5 / codecs.md §7.3; codes in the low nibble, saturating, NaN -> 0x0."""
+    """Value-grid rounding of docs/ops/mx_quant.md §4.5 / docs/codecs.md §7.3; codes in the low nibble, saturating, NaN -> 0x0."""
     v = np.asarray(v, np.float32).astype(np.float64)
     nan = np.isnan(v)
     v = np.where(nan, 0.0, v)
@@ -290,7 +290,7 @@ def encode_elements(v, dst, round_mode="rint", *, signed_zero=True):
 
 
 def pack_fp4(codes, nibble_order="low_first"):
-    """Two codes per byte along the last axis; element 2i in the low nibble by default (codecs.md §7.2)."""
+    """Two codes per byte along the last axis; element 2i in the low nibble by default (docs/codecs.md §7.2)."""
     c = np.asarray(codes, np.uint8)
     lo, hi = c[..., 0::2] & 0xF, c[..., 1::2] & 0xF
     if nibble_order == "high_first":
@@ -323,7 +323,7 @@ def _quantize_blocks(xb, bits_b, x_dtype, dst, op, round_mode, scale_alg, dst_ty
 # ---------------------------------------------------------------------------------------------------------------
 
 def grouped_scale_rows(group_index, m):
-    """Per mxscale row of [m // 64 + g, ...]: the owning group, or -1 for a gap row (spec §3.6)."""
+    """Per mxscale row of [m // 64 + g, ...]: the owning group, or -1 for a gap row (docs/ops/mx_quant.md §3.6)."""
     gi = [int(v) for v in np.asarray(group_index).reshape(-1)]
     owner = np.full(m // 64 + len(gi), -1, np.int64)
     start = 0

@@ -1,5 +1,5 @@
 """Independent numpy golden of the quantised matmul family (QuantBatchMatmulV3 modes), written from spec
-quant_matmul.md §3.3 and §7 - never from the kernels, the instruction layer or the njit codecs.
+docs/ops/quant_matmul.md §3.3 and §7 - never from the kernels, the instruction layer or the njit codecs.
 
 Deliberately simple: integer products in int64 numpy; epilogues step by step in numpy float32 (each numpy
 float32 operation is one IEEE rounding); fp16 through numpy ``astype`` (RNE), bf16 through ml_dtypes (RNE); the
@@ -30,7 +30,7 @@ FP_IN = ("float8_e4m3fn", "float8_e5m2", "hifloat8")
 
 
 # --------------------------------------------------------------------------------------------------------------
-# the packed UINT64 scale (spec §3.3)
+# the packed UINT64 scale (docs/ops/quant_matmul.md §3.3)
 # --------------------------------------------------------------------------------------------------------------
 
 def trans_quant_param(scale, offset=None, round_mode=0):
@@ -186,7 +186,7 @@ def cast_out(v, out, fixpipe_round="rne", cast_overflow="inf"):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# the float cube models (spec §1 float_accum)
+# the float cube models (docs/ops/quant_matmul.md §1 float_accum)
 # --------------------------------------------------------------------------------------------------------------
 
 def _as_ints(x):
@@ -253,7 +253,7 @@ def float_cube(a, b, float_accum="exact", base_k=128, bias=None):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# QuantBatchMatmulV3 (spec §7.0 - §7.5)
+# QuantBatchMatmulV3 (docs/ops/quant_matmul.md §7.0 - §7.5)
 # --------------------------------------------------------------------------------------------------------------
 
 def quant_matmul(x1, x2, x2_scale, *, x1_dtype, x2_dtype, scale_dtype, out_dtype, x1_scale=None,
@@ -344,7 +344,7 @@ def quant_matmul(x1, x2, x2_scale, *, x1_dtype, x2_dtype, scale_dtype, out_dtype
 
 
 # --------------------------------------------------------------------------------------------------------------
-# QuantBatchMatmulV4 modes (spec §7.4 int8 G-B, §7.7 A8W4 MSD, §7.8 A4W4 K-G)
+# QuantBatchMatmulV4 modes (docs/ops/quant_matmul.md §7.4 int8 G-B, §7.7 A8W4 MSD, §7.8 A4W4 K-G)
 # --------------------------------------------------------------------------------------------------------------
 
 def perblock_int8(x1, x2, x1_scale, x2_scale, *, bias=None, order="950", group_size=(1, 128, 128),
@@ -401,7 +401,7 @@ def a4w4_pergroup_asym(x1, x2, x1_scale, x2_scale, x2_offset, *, out_dtype="bflo
 
 def a8w4_msd(x1, w, x2_scale_words, y_offset, x1_scale, *, out_dtype="bfloat16", group_k=256,
              fixpipe_round="rne", cast_overflow="inf"):
-    """int8 x int4 "MSD" on A2/A3 (spec §7.7). x1 (m, k) int8; w (k, n) int4 values; x2_scale_words U64 (G, n) for
+    """int8 x int4 "MSD" on A2/A3 (docs/ops/quant_matmul.md §7.7). x1 (m, k) int8; w (k, n) int4 values; x2_scale_words U64 (G, n) for
     K-G (group_k) or (n,) for K-C (one group of k); y_offset (n,) float32; x1_scale (m,) or (m, 1).
 
     hi = floor(x/16), lo = (x mod 16) − 8; per group H_g = fp16(f32(f32(hi@W_g)·s)) and H = fp16(H + H_g)
@@ -435,7 +435,7 @@ def a8w4_msd(x1, w, x2_scale_words, y_offset, x1_scale, *, out_dtype="bfloat16",
 
 
 # --------------------------------------------------------------------------------------------------------------
-# Sparse4to2QuantMatmul (sparse4to2_quant_matmul.md)
+# Sparse4to2QuantMatmul (docs/ops/sparse4to2_quant_matmul.md)
 # --------------------------------------------------------------------------------------------------------------
 
 def sparse4to2_compress(weight):
@@ -468,7 +468,7 @@ def sparse4to2_compress(weight):
 
 
 def sparse4to2_decompress(sparse, index, n, k):
-    """The inverse: pos0 = code & 3, pos1 = (code >> 2) + 1 (spec §2 decode rule), loops."""
+    """The inverse: pos0 = code & 3, pos1 = (code >> 2) + 1 (docs/ops/quant_matmul.md §2 decode rule), loops."""
     k1 = sparse.shape[0]
     sp = np.asarray(sparse, np.int8).reshape(k1, -1, 32)
     ix = np.asarray(index, np.uint8).reshape(k1, -1, 8)
@@ -483,7 +483,7 @@ def sparse4to2_decompress(sparse, index, n, k):
 
 
 def sparse4to2_quant_matmul(x, weight_dense, x_scale, weight_scale, bias=None, cast_overflow="inf"):
-    """bf16(f32(f32(f32(acc)·sws[n])·xs[m]) + f32(bias[n])) with acc = x @ Wᵀ in int64 (spec §3)."""
+    """bf16(f32(f32(f32(acc)·sws[n])·xs[m]) + f32(bias[n])) with acc = x @ Wᵀ in int64 (docs/ops/quant_matmul.md §3)."""
     acc = np.asarray(x).astype(np.int64) @ np.asarray(weight_dense).astype(np.int64).T
     with np.errstate(over="ignore"):
         return _sparse_epilogue(acc, x_scale, weight_scale, bias, cast_overflow)
@@ -499,7 +499,7 @@ def _sparse_epilogue(acc, x_scale, weight_scale, bias, cast_overflow):
 
 def t_cg(x1, x2, x2_scale, y_scale_words, *, out_dtype, float_accum="exact", base_k=128, tcg_fp8_overflow="nan",
          fixpipe_round="rne", cast_overflow="inf"):
-    """fp8-e4m3 x fp4 with per-(column, 32-group) weight scales (spec §7.6). x1 (m, k) float8_e4m3fn; x2 (k, n)
+    """fp8-e4m3 x fp4 with per-(column, 32-group) weight scales (docs/ops/quant_matmul.md §7.6). x1 (m, k) float8_e4m3fn; x2 (k, n)
     exact fp4 values; x2_scale (n, ⌈k/32⌉) as bfloat16 or float16 (its dtype is the multiply's dtype);
     y_scale_words U64 (n,) or (1, n)."""
     a = np.asarray(x1).astype(np.float64)

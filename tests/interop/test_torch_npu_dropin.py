@@ -24,7 +24,7 @@ API = {  # where each front end lives until npu_emu.ops re-exports it
     "npu_grouped_dynamic_mx_quant": "npu_emu.kernels.mx_quant.api",
     "npu_quant_matmul": "npu_emu.kernels.quant_matmul.api",
     "npu_trans_quant_param": "npu_emu.kernels.quant_matmul.api",
-    "data_copy_dequant": "npu_emu.ascendc.deq",
+    "data_copy_dequant": "npu_emu.kernels.data_copy_dequant.api",
 }
 
 
@@ -71,7 +71,7 @@ def test_deepspeed_onebit_script(torch, torch_npu, bits):
     packed, unpacked = user_onebit_compress(torch, torch_npu, buffer_m, world)
     assert packed.dtype == torch.uint8 and tuple(packed.shape) == (world, n // (8 * world))
     assert unpacked.dtype == torch.float32 and tuple(unpacked.shape) == (world, n // world)
-    # unpack(pack(x)) is the sign with x >= 0 -> +1 (-0.0 included), else -1 (spec sign_bits.md §3.1)
+    # unpack(pack(x)) is the sign with x >= 0 -> +1 (-0.0 included), else -1 (docs/ops/sign_bits.md §3.1)
     want = np.where(buffer_m.numpy() >= 0, 1.0, -1.0).astype(np.float32).reshape(world, -1)
     assert np.array_equal(unpacked.numpy(), want)
     assert np.array_equal(bits(packed), bits(_fn("npu_sign_bits_pack")(buffer_m.numpy(), world)))
@@ -79,7 +79,7 @@ def test_deepspeed_onebit_script(torch, torch_npu, bits):
 
 @uses("npu_sign_bits_pack", "npu_sign_bits_unpack")
 def test_torch_npu_doc_examples(torch, torch_npu):
-    # Ascend/op-plugin docs "(beta) torch_npu.npu_sign_bits_pack / _unpack" (spec sign_bits.md §4)
+    # Ascend/op-plugin docs "(beta) torch_npu.npu_sign_bits_pack / _unpack" (docs/ops/sign_bits.md §4)
     a = torch.tensor([5, 4, 3, 2, 0, -1, -2, 4, 3, 2, 1, 0, -1, -2], dtype=torch.float32)
     assert torch_npu.npu_sign_bits_pack(a, 2).tolist() == [[159], [15]]
     b = torch.tensor([159, 15], dtype=torch.uint8)
@@ -156,7 +156,7 @@ def test_dynamic_mx_quant_torch_out_dtypes(torch, bits):
 
 
 def test_grouped_mx_quant_torch_npu_graph_example(torch, bits):
-    # torch_npu graph-mode example (spec mx_quant.md §7): x [64, 256] fp16 randn, group_index [32, 64]
+    # torch_npu graph-mode example (docs/ops/mx_quant.md §7): x [64, 256] fp16 randn, group_index [32, 64]
     grouped = _fn("npu_grouped_dynamic_mx_quant")
     x = torch.randn(64, 256, generator=torch.Generator().manual_seed(4)).to(torch.float16)
     gi = torch.tensor([32, 64], dtype=torch.int32)
@@ -208,7 +208,7 @@ def test_w8a8_static_script(torch, torch_npu, bits):
     x, w, scale, _, bias = _w8a8_inputs(torch, seed=6)
     y = user_w8a8_static(torch, torch_npu, x, w, scale, bias)
     assert y.dtype == torch.float16
-    # the same words the wrapper would pack itself from the float32 scale (spec quant_matmul.md §11.1)
+    # the same words the wrapper would pack itself from the float32 scale (docs/ops/quant_matmul.md §11.1)
     want = _fn("npu_quant_matmul")(x.numpy(), np.ascontiguousarray(w.numpy().T), scale.numpy(), bias=bias.numpy(),
                                    output_dtype="float16")
     assert np.array_equal(bits(y), bits(want))
@@ -262,7 +262,7 @@ def test_gather_dequant_int8_torch(torch, bits):
 def test_data_copy_dequant_torch(torch, bits):
     op = _fn("data_copy_dequant")
     acc = torch.randint(-(1 << 15), 1 << 15, (16, 32), dtype=torch.int32, generator=torch.Generator().manual_seed(10))
-    # scale 2^-7 in bits 0..31, bit 46: signed int8 output (spec data_copy_deq.md §3)
+    # scale 2^-7 in bits 0..31, bit 46: signed int8 output (docs/ops/data_copy_dequant.md §3)
     word = int(np.float32(2.0 ** -7).view(np.uint32)) | (1 << 46)
     y = op(acc, word, mode="DEQ8")
     assert y.dtype == torch.int8 and tuple(y.shape) == (16, 32)
@@ -286,7 +286,7 @@ def test_aclnn_two_phase_writes_a_torch_out(torch):
     assert status == 0
     assert not out.any()                                             # phase 1 does not touch out
     assert aclnn.aclnnSignBitsUnpack(None, ws, ex) == 0
-    # the torch_npu doc example (spec sign_bits.md §4)
+    # the torch_npu doc example (docs/ops/sign_bits.md §4)
     assert out.tolist() == [[1, 1, 1, 1, 1, -1, -1, 1], [1, 1, 1, 1, -1, -1, -1, -1]]
     assert base.t().tolist() == out.tolist()
     # a rejected call leaves out alone: 16 outputs do not split into 3 rows

@@ -9,7 +9,7 @@ from npu_emu.frontend import resolve_dtype, resolve_torch_npu_dtype
 
 
 @pytest.mark.parametrize("code, name", [
-    # torch.float8_e5m2 / e4m3fn are 23 / 24 in torch_npu's dst_type (spec README §5); 290/293/296 as torch_npu
+    # torch.float8_e5m2 / e4m3fn are 23 / 24 in torch_npu's dst_type (docs/conventions.md §5); 290/293/296 as torch_npu
     # defines its attributes (torch_npu.hifloat8 = 290, float8_e8m0fnu = 293, float4_e2m1fn_x2 = 296), 297 e1m2
     (23, "float8_e5m2"), (24, "float8_e4m3fn"), (290, "hifloat8"), (291, "float8_e5m2"), (292, "float8_e4m3fn"),
     (293, "float8_e8m0"), (296, "float4_e2m1"), (297, "float4_e1m2"),

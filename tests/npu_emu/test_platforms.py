@@ -1,4 +1,4 @@
-"""npu_emu.platforms against spec platforms.md (section numbers cited per test)."""
+"""npu_emu.platforms against docs/device/platforms.md (section numbers cited per test)."""
 
 import dataclasses
 import pickle
@@ -9,7 +9,7 @@ from npu_emu import platforms
 from npu_emu.errors import AclnnError
 from npu_emu.platforms import UNKNOWN, Platform
 
-# platforms.md §1, in table order.
+# docs/device/platforms.md §1, in table order.
 SPEC_KEYS = ("ascend910b1", "ascend910b2", "ascend910b2c", "ascend910b3", "ascend910b4", "ascend910_93",
              "ascend950pr", "ascend950dt", "kirin9020", "ascend310p", "ascend910", "ut_faker")
 A2_A3 = SPEC_KEYS[:6]
@@ -40,7 +40,7 @@ def test_get_unknown_lists_valid_names(bad):
 
 @pytest.mark.parametrize("key", A2_A3)
 def test_910b_ub_reserve(key):
-    # platforms.md §2: GetCoreMemSize(UB) = ini 196608 minus LOCAL_RESERV_SIZE 256 on SocVersion ASCEND910B.
+    # docs/device/platforms.md §2: GetCoreMemSize(UB) = ini 196608 minus LOCAL_RESERV_SIZE 256 on SocVersion ASCEND910B.
     p = platforms.get(key)
     assert (p.ub_bytes, p.ub_reserve, p.ub_size) == (196608, 256, 196352)
     assert p.GetCoreMemSize("UB") == 196352
@@ -49,13 +49,13 @@ def test_910b_ub_reserve(key):
 @pytest.mark.parametrize("key,aic,aiv", [("ascend910b1", 24, 48), ("ascend910b2", 24, 48), ("ascend910b2c", 24, 48),
                                          ("ascend910_93", 24, 48), ("ascend910b3", 20, 40), ("ascend910b4", 20, 40)])
 def test_a2_core_counts(key, aic, aiv):
-    # platforms.md §3.1 and sign_bits.md §2.4: GetCoreNum() is the AIV count on split chips.
+    # docs/device/platforms.md §3.1 and docs/ops/sign_bits.md §2.4: GetCoreNum() is the AIV count on split chips.
     p = platforms.get(key)
     assert (p.GetCoreNumAic(), p.GetCoreNumAiv(), p.GetCoreNum()) == (aic, aiv, aiv)
 
 
 def test_l1_loses_the_reserve_too():
-    # platforms.md §2: "minus 256 on SocVersion ASCEND910B (also for L1)".
+    # docs/device/platforms.md §2: "minus 256 on SocVersion ASCEND910B (also for L1)".
     p = platforms.get("ascend910b2")
     assert p.GetCoreMemSize("L1") == 524288 - 256
     assert p.GetCoreMemSize("l0a") == p.GetCoreMemSize("L0_A") == 65536
@@ -67,12 +67,12 @@ def test_l1_loses_the_reserve_too():
 @pytest.mark.parametrize("key,expected", [(k, 16 * 2**20) for k in A2_A3 + ("ascend950pr", "ascend950dt")]
                          + [(k, 2 * 2**20) for k in ("kirin9020", "ascend310p", "ascend910")])
 def test_system_workspace(key, expected):
-    # platforms.md §2: 16 MiB on DAV_2201 and DAV_3510, 2 MiB on every other arch.
+    # docs/device/platforms.md §2: 16 MiB on DAV_2201 and DAV_3510, 2 MiB on every other arch.
     assert platforms.get(key).GetLibApiWorkSpaceSize() == expected
 
 
 def test_anchor_table_910b2_and_910b4():
-    # platforms.md §4 anchor table; peaks derived as 16*16*16*2 * cube_cores * cube_hz (§3.1).
+    # docs/device/platforms.md §4 anchor table; peaks derived as 16*16*16*2 * cube_cores * cube_hz (§3.1).
     b2 = platforms.get("ascend910b2")
     assert (b2.hbm_Bps, b2.cube_cores, b2.vector_cores, b2.cube_hz, b2.ub_bytes, b2.l2_bytes) == (
         1.6e12, 24, 48, 1.8e9, 196608, 201326592)
@@ -86,7 +86,7 @@ def test_anchor_table_910b2_and_910b4():
 
 
 def test_950_placeholders_are_flagged():
-    # platforms.md §3.2 / §6 and spec README §8 #38: AIV 56, AIC 28 assumed, UB placeholder 262144, no reserve.
+    # docs/device/platforms.md §3.2 / §6 and docs/conventions.md §8 #38: AIV 56, AIC 28 assumed, UB placeholder 262144, no reserve.
     pr = platforms.get("ascend950pr")
     assert (pr.core_num, pr.cube_cores, pr.ub_size, pr.ub_reserve, pr.hbm_Bps) == (56, 28, 262144, 0, 1.6e12)
     for f in ("ub_size", "ub_bytes", "cube_cores", "core_num"):
@@ -98,7 +98,7 @@ def test_950_placeholders_are_flagged():
 
 
 def test_910b2c_sizes_are_assumed_from_910b2():
-    # platforms.md §6: "910B2C detailed sizes = 910B2".
+    # docs/device/platforms.md §6: "910B2C detailed sizes = 910B2".
     b2, b2c = platforms.get("ascend910b2"), platforms.get("ascend910b2c")
     assert b2c.ub_size == b2.ub_size and b2c.hbm_Bps == b2.hbm_Bps
     assert b2c.placeholder_reason("ub_size") and b2c.placeholder_reason("hbm_Bps")
@@ -107,7 +107,7 @@ def test_910b2c_sizes_are_assumed_from_910b2():
 
 @pytest.mark.parametrize("key", ["kirin9020", "ascend310p", "ascend910"])
 def test_unpublished_figures_are_unknown_not_guessed(key):
-    # platforms.md §3.3/§3.4/§6: no core counts, UB, bandwidth for these.
+    # docs/device/platforms.md §3.3/§3.4/§6: no core counts, UB, bandwidth for these.
     p = platforms.get(key)
     for f in ("core_num", "ub_size", "hbm_Bps", "cube_hz", "l1_bytes"):
         assert getattr(p, f) is UNKNOWN, f
@@ -137,7 +137,7 @@ def test_ut_faker_defaults():
 
 
 def test_platform_feeds_the_sign_bits_derived_values():
-    # sign_bits.md §2.5 step 2/4 with ubSize 196352: f32 single t = 3968, f32 double 4752, f16 single 11536,
+    # docs/ops/sign_bits.md §2.5 step 2/4 with ubSize 196352: f32 single t = 3968, f32 double 4752, f16 single 11536,
     # f16 double 11520; and T1 (ut_faker, ub 262144) tileDataNum = floor(t/64)*64 = 5312.
     def t(ub, per, keep):
         return ub - -(-ub // per) * keep
@@ -167,7 +167,7 @@ def test_override_rejects_bad_values(kwargs):
 
 
 def test_device_seconds():
-    # platforms.md §4: max(bytes / hbm_Bps, flops / peak).
+    # docs/device/platforms.md §4: max(bytes / hbm_Bps, flops / peak).
     p = platforms.get("ascend910b2")
     assert p.device_seconds(1.6e9) == pytest.approx(1e-3)
     assert p.device_seconds(0, flops=p.fp16_peak_flops) == pytest.approx(1.0)

@@ -14,7 +14,7 @@ from npu_emu.tiling_data import TilingData, TilingResult
 
 @dataclass(frozen=True)
 class SignBitsPackTilingData(TilingData):
-    # sign_bits.md §3.4: eight uint64_t then four uint32_t (80 bytes).
+    # docs/ops/sign_bits.md §3.4: eight uint64_t then four uint32_t (80 bytes).
     _ctypes = ("uint64",) * 8 + ("uint32",) * 4
     smallCoreDataNum: int
     bigCoreDataNum: int
@@ -56,7 +56,7 @@ class Outer(TilingData):
 
 
 def test_sign_bits_pack_matches_the_cann_ut_dump():
-    # sign_bits.md §3.4 / T5: the UT prints the 80-byte struct as ten little-endian uint64 words:
+    # docs/ops/sign_bits.md §3.4 / T5: the UT prints the 80-byte struct as ten little-endian uint64 words:
     # "128 256 2 1 128 128 128 0 60129542144 274877906946", the last two packing the uint32 pairs
     # (14 << 32 | 0) and (64 << 32 | 2).
     td = SignBitsPackTilingData(128, 256, 2, 1, 128, 128, 128, 0, 0, 14, 2, 64)

@@ -10,7 +10,7 @@ import pytest
 from npu_emu.errors import AclnnError
 from npu_emu.kernels.example.kernel import add_one_access
 from npu_emu.kernels.example.tiling import add_one_tiling, ub_bytes_per_core
-from npu_emu.validate import AccessPattern, Overrun, tile_ranges, validate
+from npu_emu.validate import AccessPattern, GmOverrun, tile_ranges, validate
 
 
 def tiled(n, **kw):
@@ -149,7 +149,7 @@ def test_overrun_is_diagnostic_only_within_the_declared_limit():
 
     tolerated = pattern(8)
     assert tolerated.ok
-    assert tolerated.overruns == [Overrun("y", "write", 400, 416, 1)]
+    assert tolerated.overruns == [GmOverrun("y", "write", 400, 416, 1)]
     assert tolerated.overruns[0] == ("y", "write", 400, 416, 1)      # the trace's gm_overrun record shape
     strict = pattern(0)
     assert strict.counts == {"out of bounds": 1} and strict.overruns == []
@@ -177,7 +177,7 @@ def test_overruns_merge_per_core_and_mode():
     ap = AccessPattern(2)
     ap.gm("x", 10, np.uint16, overrun=20)
     ap.read("x", [1, 1, 0], [0, 1, 0], [8, 14, 0], [14, 20, 8])
-    assert validate(ap).overruns == [Overrun("x", "read", 20, 40, 1)]
+    assert validate(ap).overruns == [GmOverrun("x", "read", 20, 40, 1)]
 
 
 # ---- messages, scale ---------------------------------------------------------------------------------------

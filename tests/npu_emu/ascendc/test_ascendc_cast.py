@@ -1,7 +1,7 @@
 """Cast: every type pair the kernels in scope use, with every RoundMode where legal, saturation, and packing.
 
 Oracles: numpy float16 / ml_dtypes (bfloat16, float8, float4_e2m1fn) / en_dtypes (hifloat8) for the round-to-nearest
-conversions (spec codecs.md §12), the examples of the Ascend C docs (Memory ``Cast.md``, ``precision_conversion.md``)
+conversions (docs/codecs.md §12), the examples of the Ascend C docs (Memory ``Cast.md``, ``precision_conversion.md``)
 and hand-derived vectors for the directed modes. The wrappers pass constant format tags, as kernels do.
 """
 
@@ -341,7 +341,7 @@ def test_float_to_fp8_saturating_and_not():
         want = x.astype(t)
         nan = np.isnan(want.astype(np.float32))
         assert np.array_equal(d[~nan], want.view(np.uint8)[~nan]) and np.all(np.isnan(d[nan].view(t).astype(np.float32)))
-    f32_to_fp8(d43, d52, x, n, CAST_FLAG_SAT)      # MX kernels: RINT + SAT, NaN -> +0 (mx_quant.md §3.5)
+    f32_to_fp8(d43, d52, x, n, CAST_FLAG_SAT)      # MX kernels: RINT + SAT, NaN -> +0 (docs/ops/mx_quant.md §3.5)
     clean = np.where(np.isnan(x), np.float32(0), x)
     for d, t, m in ((d43, ml_dtypes.float8_e4m3fn, 448.0), (d52, ml_dtypes.float8_e5m2, 57344.0)):
         assert np.array_equal(d, np.clip(clean, -m, m).astype(t).view(np.uint8))
@@ -380,7 +380,7 @@ def test_to_hif8_round_matches_en_dtypes():
 def test_bf16_to_fp4_packing():
     x = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 5.0, -0.2, -6.0, 100.0, -0.75, 0.25], np.float32)
     b = x.astype(ml_dtypes.bfloat16).view(np.uint16)
-    codes = x.astype(ml_dtypes.float4_e2m1fn).view(np.uint8) & 0xF     # RNE, saturating (codecs.md §12)
+    codes = x.astype(ml_dtypes.float4_e2m1fn).view(np.uint8) & 0xF     # RNE, saturating (docs/codecs.md §12)
     d = np.full(7, 0xAA, np.uint8)
     bf16_to_fp4(d, b, CAST_RINT, 13, 0)
     want = np.array([codes[i] | (codes[i + 1] << 4) for i in range(0, 12, 2)] + [0xA0 | codes[12]], np.uint8)
@@ -391,7 +391,7 @@ def test_bf16_to_fp4_packing():
     back = np.zeros(13, np.uint16)
     fp4_to_bf16(back, d, 13, 0)
     assert np.array_equal(back, codes.view(ml_dtypes.float4_e2m1fn).astype(ml_dtypes.bfloat16).view(np.uint16))
-    # FLOOR acts on the signed value: -0.2 -> -0.5 (mx_quant.md §4.5)
+    # FLOOR acts on the signed value: -0.2 -> -0.5 (docs/ops/mx_quant.md §4.5)
     bf16_to_fp4(d, b, CAST_FLOOR, 13, 0)
     assert (d[4] & 0xF) == 0x9
 
@@ -400,7 +400,7 @@ def test_bf16_to_e8m0_truncates_the_exponent():
     x = np.array([1.0, 1.5, 3.0, 0.0, -4.0, np.inf, np.nan, 2**-130], np.float32)
     d = np.zeros(8, np.uint8)
     bf16_to_e8m0(d, x.astype(ml_dtypes.bfloat16).view(np.uint16), 8)
-    assert d.tolist() == [0x7F, 0x7F, 0x80, 0x00, 0x81, 0xFE, 0xFF, 0x00]   # codecs.md §6.2 hardware row
+    assert d.tolist() == [0x7F, 0x7F, 0x80, 0x00, 0x81, 0xFE, 0xFF, 0x00]   # docs/codecs.md §6.2 hardware row
 
 
 def test_int4_pack_round_trip():

@@ -1,4 +1,4 @@
-"""Select / Compare / CompareScalar: the Ascend C doc examples, the SignBits vectors of spec sign_bits.md §6, the
+"""Select / Compare / CompareScalar: the Ascend C doc examples, the SignBits vectors of docs/ops/sign_bits.md §6, the
 bit order (LSB first), partial mask bytes and words, the whole-repeat rule of Compare, NaN / -0 / Inf / subnormals."""
 
 import json
@@ -36,7 +36,7 @@ def cmps_f16(dst, x, scalar, mode, n, ftz):
 
 @njit(cache=True)
 def unpack_tile_f32(out, bits, n_out):
-    # SignBitsUnpack f32 compute stage (sign_bits.md §2.6): Duplicate(+1) then Select mode 1 with scalar -1
+    # SignBitsUnpack f32 compute stage (docs/ops/sign_bits.md §2.6): Duplicate(+1) then Select mode 1 with scalar -1
     Duplicate(out, np.float32(1.0), n_out)
     Select(out, bits, out, np.float32(-1.0), VSEL_TENSOR_SCALAR_MODE, n_out)
 
@@ -51,7 +51,7 @@ def unpack_tile_f16(out, bits, n_out):
 
 @njit(cache=True)
 def pack_last_tile_f32(y, x, ub, mask, copy_len, pad, calc_len):
-    # SignBitsPack last tile (sign_bits.md §3.5): DataCopyPad with isPad, rightPadding, value -1; compare; keep bytes
+    # SignBitsPack last tile (docs/ops/sign_bits.md §3.5): DataCopyPad with isPad, rightPadding, value -1; compare; keep bytes
     DataCopyPad(ub, x, 1, copy_len * 4, 0, 0, True, 0, pad, np.float32(-1.0))
     CompareScalar(mask, ub, np.float32(0.0), GE, calc_len)
     for j in range(len(y)):
@@ -125,7 +125,7 @@ def test_sign_bits_unpack_vectors_f32(x, size_bytes, want):
 
 
 def test_sign_bits_unpack_vectors_f16():
-    # U4 [0xAA, 0x55] and U5 [0x00, 0xFF] (sign_bits.md §6)
+    # U4 [0xAA, 0x55] and U5 [0x00, 0xFF] (docs/ops/sign_bits.md §6)
     out = np.zeros(16, np.uint16)
     unpack_tile_f16(out, np.array([0xAA, 0x55], np.uint8), 16)
     assert out.tolist() == [0xBC00, 0x3C00] * 4 + [0x3C00, 0xBC00] * 4
@@ -173,7 +173,7 @@ def test_compare_ieee_specials():
     for mode, bits in expect.items():
         Compare(dst, a, b, mode, 64)
         assert dst[0] == np.packbits(np.array(bits, np.uint8), bitorder="little")[0], mode
-    # ftz: the subnormal 1e-45 compares equal to 0 (sign_bits.md switch denormal_compare="ftz")
+    # ftz: the subnormal 1e-45 compares equal to 0 (docs/ops/sign_bits.md switch denormal_compare="ftz")
     Compare(dst, a, b, GT, 64, ftz=True)
     assert dst[0] == 0
 

@@ -73,7 +73,7 @@ def test_params_form_zero_is_a_noop_and_python_level_struct():
 
 
 def test_pad_gm_to_ub_right_padding_with_value():
-    # SignBitsPack last tile: 14 floats (56 B), rightPadding 2 -> 64 B, padding value -1 (sign_bits.md §3.5)
+    # SignBitsPack last tile: 14 floats (56 B), rightPadding 2 -> 64 B, padding value -1 (docs/ops/sign_bits.md §3.5)
     x = np.arange(1, 15, dtype=np.float32)
     ub = np.full(24, STALE, np.float32)
     DataCopyPad(ub, x, 1, 56, 0, 0, True, 0, 2, np.float32(-1.0))

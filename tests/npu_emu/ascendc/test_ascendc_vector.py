@@ -1,6 +1,6 @@
 """Vector instructions: half / bf16 arithmetic against numpy float16 and ml_dtypes bfloat16 (both correctly rounded
-single operations, spec codecs.md §3.2), float32 against numpy, integer wrap-around, Max/Min signed zeros and NaN,
-the Ascend C doc examples, and the GatherDequantInt8 vectors G1-G9 (gather_dequant_int8.md §6.1)."""
+single operations, docs/codecs.md §3.2), float32 against numpy, integer wrap-around, Max/Min signed zeros and NaN,
+the Ascend C doc examples, and the GatherDequantInt8 vectors G1-G9 (docs/ops/gather_dequant_int8.md §6.1)."""
 
 import ml_dtypes
 import numpy as np
@@ -47,7 +47,7 @@ def mul_f16(d, a, b, n):
 
 @njit(cache=True)
 def adds_muls_f16(d, q, negz, s, n, ftz):
-    # GatherDequantInt8 compute stage (gather_dequant_int8.md §3.3 steps 5-6) after the uint8 -> half Cast
+    # GatherDequantInt8 compute stage (docs/ops/gather_dequant_int8.md §3.3 steps 5-6) after the uint8 -> half Cast
     Adds(d, q, negz, n, DT_FLOAT16, ftz)
     Muls(d, d, s, n, DT_FLOAT16, ftz)
 
@@ -144,7 +144,7 @@ def test_bf16_arithmetic_matches_ml_dtypes():
         assert np.all(np.isnan(got[nan].view(ml_dtypes.bfloat16).astype(np.float32)))
 
 
-# (q, zp bits, s bits, y with fp16_subnormal="keep", y with "flush"): gather_dequant_int8.md §6.1; the flush
+# (q, zp bits, s bits, y with fp16_subnormal="keep", y with "flush"): docs/ops/gather_dequant_int8.md §6.1; the flush
 # column equals keep where no operand or intermediate is subnormal (G1-G8), G9 flush is given by the spec
 G_VECTORS = [
     ("G1", 0, 0x57F8, 0x211F, 0xBD1A, 0xBD1A),

@@ -1,4 +1,4 @@
-"""The CO1 -> CO2 instruction: byte placement (§8.4), geometry (§8.5, §5), instruction vs whole-matrix path vs
+"""The CO1 -> CO2 instruction (docs/ops/data_copy_dequant.md): byte placement (§8.4), geometry (§8.5, §5), instruction vs whole-matrix path vs
 golden on random data, and every rejection."""
 
 import numpy as np
@@ -7,8 +7,9 @@ import pytest
 from npu_emu.ascendc import deq
 from npu_emu.ascendc.deq import (
     BLOCK_MODE_MATRIX, BLOCK_MODE_VECTOR, DEQ8, DEQ16, DEQ_NONE, VDEQ8, VDEQ16, DataCopyEnhancedParams, DeqValue,
-    data_copy_dequant, data_copy_enhanced,
+    data_copy_enhanced,
 )
+from npu_emu.kernels.data_copy_dequant.api import data_copy_dequant
 from npu_emu.ascendc.nz import nd_to_nz, nz_to_nd
 from npu_emu.ascendc.params import DataCopyParams
 from npu_emu.errors import AclnnError
@@ -469,7 +470,8 @@ def _edge_rows(rng, n, words):
 def test_default_kernels_equal_generic_kernels(vector):
     # the default-switch kernels (switches folded in, flags hoisted, DEQ16 without the encoder's NaN/Inf/overflow
     # cases) and the generic per-element pipeline must agree bit for bit on every mcb / relu / sign combination
-    from npu_emu.ascendc import deq_kernels as k
+    from npu_emu.ascendc.deq_kernels import DEFAULT_SWITCHES
+    from npu_emu.kernels.data_copy_dequant import kernel as k
 
     rng = np.random.default_rng(11)
     n = 48
@@ -482,16 +484,16 @@ def test_default_kernels_equal_generic_kernels(vector):
                 acc = np.concatenate([_near_ties(rng, _random_acc(rng, 32, n), words),
                                       _edge_rows(rng, n, words)]).reshape(-1)
                 m, shift, off = np.empty(n, np.float32), np.empty(n, np.int32), np.empty(n, np.int32)
-                k.decode_table(np.broadcast_to(np.asarray(words, np.uint64), (n,)).copy(), k.DEFAULT_SWITCHES,
+                k.decode_table(np.broadcast_to(np.asarray(words, np.uint64), (n,)).copy(), DEFAULT_SWITCHES,
                                m, shift, off)
                 for relu in (False, True):
                     a8, b8 = np.empty(acc.size, np.uint8), np.empty(acc.size, np.uint8)
                     k.deq8_matrix_default(acc, a8, m, shift, off, mcb, sign, relu)
-                    k.deq8_matrix(acc, b8, m, shift, off, mcb, sign, relu, k.DEFAULT_SWITCHES)
+                    k.deq8_matrix(acc, b8, m, shift, off, mcb, sign, relu, DEFAULT_SWITCHES)
                     np.testing.assert_array_equal(a8, b8)
                     a16, b16 = np.empty(acc.size, np.uint16), np.empty(acc.size, np.uint16)
                     k.deq16_matrix_default(acc, a16, m, shift, mcb, relu)
-                    k.deq16_matrix(acc, b16, m, shift, mcb, relu, k.DEFAULT_SWITCHES)
+                    k.deq16_matrix(acc, b16, m, shift, mcb, relu, DEFAULT_SWITCHES)
                     np.testing.assert_array_equal(a16, b16)
 
 

@@ -1,4 +1,4 @@
-"""DeqValue / DeqVector / DataCopyEnhancedParams / switch resolution (spec data_copy_deq.md §1-§3)."""
+"""DeqValue / DeqVector / DataCopyEnhancedParams / switch resolution (docs/ops/data_copy_dequant.md §1-§3)."""
 
 import numpy as np
 import pytest
@@ -21,7 +21,7 @@ def raises_invalid(match):
 # ---- DeqValue ---------------------------------------------------------------------------------------------------
 
 def test_doc_example_word():
-    # spec §3.1: the API doc's example value 70369809530880 = 0x0000_4000_3F80_0000, "dst = src"
+    # docs/ops/data_copy_dequant.md §3.1: the API doc's example value 70369809530880 = 0x0000_4000_3F80_0000, "dst = src"
     v = DeqValue(70369809530880)
     assert v.word == 0x0000_4000_3F80_0000
     assert float(v.scale) == 1.0 and v.sign and not v.relu and not v.mcb
@@ -30,7 +30,7 @@ def test_doc_example_word():
 
 
 @pytest.mark.parametrize("word, fields", [
-    # spec §8.1 rows 3, 4, 5, 6, 10 decoded by hand from the bit table of §3.1
+    # docs/ops/data_copy_dequant.md §8.1 rows 3, 4, 5, 6, 10 decoded by hand from the bit table of §3.1
     (0x0000F000_3F800000, dict(scale=1.0, shift=1, mcb=False, offset=-128, sign=True, relu=True)),
     (0x00003380_3F800000, dict(scale=1.0, shift=1, mcb=False, offset=-100, sign=False, relu=False)),
     (0x00004020_3F000000, dict(scale=0.5, shift=1, mcb=False, offset=1, sign=True, relu=False)),
@@ -45,7 +45,7 @@ def test_spec_words_decode_and_rebuild(word, fields):
 
 
 def test_scale_truncation_and_switch_readings():
-    # spec §8.1 row 9: M = 0x3FFFFFFF reads as 0x3FFFE000 = 1.9990234375 (m_truncate), else 1.9999999
+    # docs/ops/data_copy_dequant.md §8.1 row 9: M = 0x3FFFFFFF reads as 0x3FFFE000 = 1.9990234375 (m_truncate), else 1.9999999
     v = DeqValue(0x3FFFFFFF)
     assert float(v.scale) == 1.9990234375
     assert v.scale_full == np.uint32(0x3FFFFFFF).view(np.float32)
@@ -110,7 +110,7 @@ def test_word_range_checks(word):
 
 # ---- DeqVector and deqTensorAddr --------------------------------------------------------------------------------
 
-# spec §8.2: entry c = sign | fp32((c+1)*0.25)
+# docs/ops/data_copy_dequant.md §8.2: entry c = sign | fp32((c+1)*0.25)
 SPEC_VDEQ8_TABLE = [
     0x40003E800000, 0x40003F000000, 0x40003F400000, 0x40003F800000, 0x40003FA00000, 0x40003FC00000,
     0x40003FE00000, 0x400040000000, 0x400040100000, 0x400040200000, 0x400040300000, 0x400040400000,
@@ -173,7 +173,7 @@ def test_enhanced_params_defaults_order_and_checks():
 
 
 def test_deq_register_adjustments():
-    # spec §2: DEQ8/DEQ16 OR in bit 47 (isRelu) and bit 46 (int8_t dst), never clear them
+    # docs/ops/data_copy_dequant.md §2: DEQ8/DEQ16 OR in bit 47 (isRelu) and bit 46 (int8_t dst), never clear them
     e = DataCopyEnhancedParams(BLOCK_MODE_MATRIX, DEQ8, 0x3F800000, 2, True)
     assert deq_register(e, np.int8) == 0x0000C000_3F800000
     assert deq_register(e, np.uint8) == 0x00008000_3F800000

@@ -1,4 +1,4 @@
-"""Spec vectors of data_copy_deq.md §8.1-§8.3, with every switch alternative, through three implementations:
+"""Spec vectors of docs/ops/data_copy_dequant.md §8.1-§8.3, with every switch alternative, through three implementations:
 the numpy golden, the whole-matrix fast path (data_copy_dequant) and the instruction (data_copy_enhanced)."""
 
 import numpy as np
@@ -7,6 +7,7 @@ import pytest
 from npu_emu.ascendc import deq
 from npu_emu.ascendc.params import DataCopyParams
 from npu_emu.goldens import data_copy_deq as golden
+from npu_emu.kernels.data_copy_dequant.api import data_copy_dequant
 
 # (id, mode, final register word, x values, switches, expected); DEQ16 expectations are half bit patterns.
 CASES = [
@@ -21,7 +22,7 @@ CASES = [
     ("r3", "DEQ8", 0x0000F000_3F800000, [-50, 0, 50, 127, 200, 300], {}, [-128, -128, -78, -1, 72, 127]),
     ("r3-final", "DEQ8", 0x0000F000_3F800000, [-50, 0, 50, 127, 200, 300], {"relu_mode": "final"},
      [0, 0, 0, 0, 72, 127]),
-    # M >= 0: "scaled" agrees with "input_sign" (spec §0)
+    # M >= 0: "scaled" agrees with "input_sign" (docs/ops/data_copy_dequant.md §0)
     ("r3-scaled", "DEQ8", 0x0000F000_3F800000, [-50, 0, 50, 127, 200, 300], {"relu_mode": "scaled"},
      [-128, -128, -78, -1, 72, 127]),
     # row 4: uint8, offset -100 added after the 9-bit clamp: 300 -> 255 - 100 = 155
@@ -91,7 +92,7 @@ def test_golden(case):
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_whole_matrix(case):
     _, mode, word, xs, switches, expected = case
-    y = deq.data_copy_dequant(np.array([xs], np.int32), word, mode=mode, **switches)
+    y = data_copy_dequant(np.array([xs], np.int32), word, mode=mode, **switches)
     assert y.dtype == {"DEQ8": np.int8 if (word >> 46) & 1 else np.uint8, "DEQ16": np.float16,
                        "DEQS16": np.int16}[mode]
     assert _as_bits(y, mode)[0].tolist() == expected
@@ -143,7 +144,7 @@ def test_vdeq8_table_whole_matrix_and_golden():
     acc = np.full((3, 16), 10, np.int32)
     acc[1] = -10
     table = VDEQ8_TABLE.words
-    for impl in (deq.data_copy_dequant, golden.data_copy_dequant):
+    for impl in (data_copy_dequant, golden.data_copy_dequant):
         y = impl(acc, table, mode="DEQ8")
         assert y.dtype == np.int8
         assert y[0].tolist() == VDEQ8_ROW and y[1].tolist() == [-v for v in VDEQ8_ROW]
@@ -167,16 +168,16 @@ def test_vdeq16_table():
     deq.data_copy_enhanced(ub, 0, l0c, 0, np.int32, np.float16, DataCopyParams(1, 1, 0, 0), e)
     assert (ub[:512].view(np.uint16).reshape(16, 16) == np.array(VDEQ16_BITS, np.uint16)).all()
     acc = np.full((2, 16), 7, np.int32)
-    for impl in (deq.data_copy_dequant, golden.data_copy_dequant):
+    for impl in (data_copy_dequant, golden.data_copy_dequant):
         assert impl(acc, vec.words, mode="DEQ16").view(np.uint16)[1].tolist() == VDEQ16_BITS
 
 
 def test_vector_relu_comes_from_is_relu_not_entry_bit():
-    # spec §3.1 bit 47: in VDEQ modes the entries' ReLU bit is ignored, DEQSCALE bit 15 (isRelu) decides
+    # docs/ops/data_copy_dequant.md §3.1 bit 47: in VDEQ modes the entries' ReLU bit is ignored, DEQSCALE bit 15 (isRelu) decides
     words = deq.DeqValue.build_array(np.ones(16), relu=True, sign=True)
     acc = np.full((1, 16), -3, np.int32)
-    assert (deq.data_copy_dequant(acc, words) == -3).all()
-    assert (deq.data_copy_dequant(acc, words, is_relu=True) == 0).all()
+    assert (data_copy_dequant(acc, words) == -3).all()
+    assert (data_copy_dequant(acc, words, is_relu=True) == 0).all()
     # scalar mode: is_relu sets bit 47 of the register word, an already-set bit 47 stays
-    assert (deq.data_copy_dequant(acc, int(words[0])) == 0).all()
-    assert (deq.data_copy_dequant(acc, int(words[0]) & ~(1 << 47), is_relu=True) == 0).all()
+    assert (data_copy_dequant(acc, int(words[0])) == 0).all()
+    assert (data_copy_dequant(acc, int(words[0]) & ~(1 << 47), is_relu=True) == 0).all()
