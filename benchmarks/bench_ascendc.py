@@ -1,4 +1,4 @@
-"""The instruction layer's cost inside a kernel (numba_rules.md §3.1 probe).
+"""The instruction layer's cost inside a kernel (docs/contributing/numba_rules.md §3.1 probe).
 
 SignBitsUnpack f32 on the 910B tile of 2368 input bytes: the faithful stages (DataCopy in, Duplicate, Select in
 place, DataCopy out) against a fused loop that writes the outputs directly. The faithful form writes the UB tile

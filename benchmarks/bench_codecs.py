@@ -2,7 +2,7 @@
 ``astype`` in the same run, the ratio between them, both rooflines, and import + first call in a fresh process.
 
 Both sides allocate their output, as ``astype`` does. The first npu-emu call happens in ``setup`` so that numba's
-compile / cache load is not timed (numba_rules.md §6.2).
+compile / cache load is not timed (docs/contributing/numba_rules.md §6.2).
 """
 
 import ml_dtypes
@@ -91,7 +91,7 @@ class Decode(_Codec):
 
 
 class DeviceRoofline:
-    """Emulator time over the device's HBM roofline for the same GM traffic (platforms.md §4)."""
+    """Emulator time over the device's HBM roofline for the same GM traffic (docs/device/platforms.md §4)."""
 
     params = (["encode_float8_e4m3fn", "decode_float8_e4m3fn"], common.THREADS, list(common.DEVICES))
     param_names = ["op", "threads", "device"]

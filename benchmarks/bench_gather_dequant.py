@@ -1,9 +1,9 @@
 """GatherDequantInt8 at an LLM vocabulary (issue 5: V = 151936, E = 4096, N = 8192) and at the Kirin
-deployment size of spec gather_dequant_int8.md §7 (V = 10240, E = 256, N = 4096).
+deployment size of docs/ops/gather_dequant_int8.md §7 (V = 10240, E = 256, N = 4096).
 
 Baseline in the same run: the plain-numpy golden (npu_emu.goldens.gather_dequant_int8, two numpy float16
 operations). Trackers are lower-is-better ratios (asv's convention); no device roofline, the Kirin 9020's
-bandwidth is not public (platforms.md §3.3).
+bandwidth is not public (docs/device/platforms.md §3.3).
 """
 
 import numpy as np

@@ -1,13 +1,14 @@
 """MX quantisation at MoE-layer sizes (issue 6): GroupedDynamicMxQuant bf16 [16384, 7168] in 8 groups to E4M3FN,
 DynamicMxQuant bf16 [8192, 7168] along the last axis to E4M3FN and to FP4 E2M1.
 
-Baseline in the same run: a straightforward numpy implementation of the same math (numba_rules.md §5.5 recipe:
-float32 copy, blocks, abs().max(), floor(log2()), exp2, divide, clip, ml_dtypes cast). The emulator is timed as the
-kernel on preallocated outputs (``time_npu_emu``) and as the whole front end with checks, validation and output
-allocation (``time_npu_emu_frontend``). Trackers are lower-is-better ratios: emulator / numpy, emulator / host
-memory roofline (bytes moved / 25 GB/s per thread), emulator / device roofline (HBM bandwidth of the 950PR, 950DT
-and, for scale, 910B2); and emulator / a parallel copy of as many bytes measured in the same process
-(``track_npu_emu_over_measured_copy``: 1 / that is the fraction of the host's copy bandwidth the kernel reaches).
+Baseline in the same run: a straightforward numpy implementation of the same math
+(docs/contributing/numba_rules.md §5.5 recipe: float32 copy, blocks, abs().max(), floor(log2()), exp2, divide, clip,
+ml_dtypes cast). The emulator is timed as the kernel on preallocated outputs (``time_npu_emu``) and as the whole front
+end with checks, validation and output allocation (``time_npu_emu_frontend``). Trackers are lower-is-better ratios:
+emulator / numpy, emulator / host memory roofline (bytes moved / 25 GB/s per thread), emulator / device roofline (HBM
+bandwidth of the 950PR, 950DT and, for scale, 910B2); and emulator / a parallel copy of as many bytes measured in the
+same process (``track_npu_emu_over_measured_copy``: 1 / that is the fraction of the host's copy bandwidth the kernel
+reaches).
 """
 
 import ml_dtypes

@@ -1,9 +1,10 @@
 """npu_quant_matmul at LLM shapes (issue 7): int8 K-C -> bf16 and int8 T-C (packed uint64) -> fp16 at
-M = N = K = 4096 and M = 4096, K = N = 7168; fp8 dynamic (K-C) and MX fp8 at 4096^3 (spec quant_matmul.md).
+M = N = K = 4096 and M = 4096, K = N = 7168; fp8 dynamic (K-C) and MX fp8 at 4096^3 (docs/ops/quant_matmul.md).
 
 Baseline in the same run: numpy float32 ``matmul`` of the same shape (goal for the int8 paths: <= 2x its time,
 bit-exact). Trackers (lower is better, asv's convention): emulator / numpy float32 matmul, and emulator / device
-roofline (max(bytes / HBM bandwidth, ops / peak): int8 on the 910B2, fp8/MXFP8 on the 950PR; platforms.md §4).
+roofline (max(bytes / HBM bandwidth, ops / peak): int8 on the 910B2, fp8/MXFP8 on the 950PR;
+docs/device/platforms.md §4).
 """
 
 import timeit

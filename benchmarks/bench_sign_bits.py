@@ -1,4 +1,5 @@
-"""SignBitsUnpack / SignBitsPack at 1-bit-Adam sizes (spec sign_bits.md §7, numba_rules.md §5.3).
+"""SignBitsUnpack / SignBitsPack at 1-bit-Adam sizes (docs/ops/sign_bits.md §7,
+docs/contributing/numba_rules.md §5.3).
 
 Baselines in the same run: the np.unpackbits golden and the best numpy (np.take on a 256 x 8 lookup table) for
 unpack, and a plain parallel njit fill of the same output bytes (the host's measured write bandwidth: the issue's
@@ -16,7 +17,7 @@ from npu_emu.kernels.sign_bits import kernel, tiling
 
 from .common import best_seconds, device_roofline_seconds, host_roofline_seconds
 
-HOST_WRITE_BPS_PER_THREAD = 12.5e9       # numba_rules.md §5.1 planning figure (write only)
+HOST_WRITE_BPS_PER_THREAD = 12.5e9       # docs/contributing/numba_rules.md §5.1 planning figure (write only)
 UNPACK_BYTES = 64 << 20                  # 64 MiB of packed signs -> 512 Mi outputs
 PACK_ELEMS = 512 << 20                   # 512 Mi float32 (2 GiB)
 

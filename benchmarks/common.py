@@ -1,5 +1,5 @@
 """Shared pieces of the asv suite: fixed-seed input builders, thread selection and the two roofline metrics
-(spec numba_rules.md §5.2, §6.3; platforms.md §4).
+(docs/contributing/numba_rules.md §5.2, §6.3; docs/device/platforms.md §4).
 
 Every tracker returns a "lower is better" number, because asv treats lower as better for every benchmark type.
 """
@@ -9,10 +9,11 @@ import timeit
 import numba
 import numpy as np
 
-# Host memory roofline: copy rate (read + write) of one thread on the reference 2-core box (numba_rules.md §5.2).
+# Host memory roofline: copy rate (read + write) of one thread on the reference 2-core box
+# (docs/contributing/numba_rules.md §5.2).
 HOST_COPY_BPS_PER_THREAD = 25e9
 
-# Device rooflines are the HBM bandwidths of npu_emu.platforms (platforms.md §4): 910B2 1.6e12 B/s,
+# Device rooflines are the HBM bandwidths of npu_emu.platforms (docs/device/platforms.md §4): 910B2 1.6e12 B/s,
 # 950PR 1.6e12 B/s, 950DT 4.0e12 B/s. Benchmarks name the devices by these short keys.
 DEVICES = {"910B2": "ascend910b2", "950PR": "ascend950pr", "950DT": "ascend950dt"}
 
@@ -28,7 +29,7 @@ def use_threads(threads):
 
 
 def normal_f32(n, scale=64.0, seed=0):
-    """N(0, 1)·scale float32 values with the special cases of numba_rules.md §5.4 at the front
+    """N(0, 1)·scale float32 values with the special cases of docs/contributing/numba_rules.md §5.4 at the front
     (0, -0, ±Inf, NaN, 448, 464, 465)."""
     x = np.random.default_rng(seed).standard_normal(n, dtype=np.float32)
     x *= np.float32(scale)

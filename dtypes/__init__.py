@@ -1,4 +1,4 @@
-"""Bit-exact codecs of the Ascend low-precision formats (installed as ``npu_emu.dtypes``; spec: codecs.md).
+"""Bit-exact codecs of the Ascend low-precision formats (installed as ``npu_emu.dtypes``; docs/codecs.md).
 
 Scalar codecs for njit kernels live in ``npu_emu.dtypes.scalar``; the MX kernels' 16-bit casts also have vector
 forms, 32 elements a call, in ``npu_emu.dtypes.vector``. This module is the numpy-level API: it validates every
@@ -40,7 +40,7 @@ ROUND_MODES = {"none": CAST_NONE, "rint": CAST_RINT, "floor": CAST_FLOOR, "ceil"
 _MODE_NAMES = {v: k for k, v in ROUND_MODES.items()}
 
 FormatInfo = namedtuple("FormatInfo", "name acl bits round_modes")
-# round_modes: the modes codecs.md §2.3 allows when encoding to the format, the default first.
+# round_modes: the modes docs/codecs.md §2.3 allows when encoding to the format, the default first.
 # float8_e8m0 has no mode in the ISA (exponent truncation); npu-emu calls that rule "trunc".
 FORMATS = {
     "hifloat8": FormatInfo("hifloat8", 34, 8, ("round", "hybrid")),
@@ -170,18 +170,18 @@ def encode(x, fmt, *, round_mode=None, saturate=None, sat_keep_nan=False, hybrid
     """Codes (uint8, same shape as x) of float32/float16/float64/bfloat16 values in format ``fmt``.
 
     One rounding of the exact input value (FP4: the MX kernels' "direct" path; ``cast`` has the aclnnCast chains).
-    ``round_mode``: a name or Ascend ``RoundMode`` int allowed for the format (codecs.md §2.3), default first:
+    ``round_mode``: a name or Ascend ``RoundMode`` int allowed for the format (docs/codecs.md §2.3), default first:
     hifloat8 "round"/"hybrid"; float8_e4m3fn, float8_e5m2 "rint"; float4_* "rint", "round", "floor", "ceil",
     "trunc"; float8_e8m0 "trunc" (hardware exponent truncation, sign dropped, 0 -> 0x00, Inf -> 0xFE).
     ``saturate`` (HiF8/FP8; default False = Inf/NaN mode): overflow and Inf -> ±max, NaN -> 0 unless
     ``sat_keep_nan``. FP4 always saturates. ``hybrid_overflow`` "isa"/"script", ``hybrid_f16_subnormal``
-    "normalize"/"raw", ``fp4_nan`` "pos_zero"/"nan_sign": codecs.md §0.
+    "normalize"/"raw", ``fp4_nan`` "pos_zero"/"nan_sign": docs/codecs.md §0.
     """
     name = resolve_format(fmt)
     flat, kind, shape = _float_input(x)
     info = FORMATS[name]
     if not info.round_modes:
-        raise _invalid(f"{name} has no encoder: no Ascend conversion produces FP6 (codecs.md §7.5); decode only")
+        raise _invalid(f"{name} has no encoder: no Ascend conversion produces FP6 (docs/codecs.md §7.5); decode only")
     what = f"encoding to {name}"
     rmode = _round_mode(round_mode, info.round_modes, what)
     keep_nan = _bool(sat_keep_nan, "sat_keep_nan", False)
@@ -329,7 +329,7 @@ def to_bfloat16(x, *, round_mode="rint", saturate=False):
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# aclnnCast chains (codecs.md §10, hicann/ops-math: math/cast/op_kernel/arch35/cast_struct.h castMap)
+# aclnnCast chains (docs/codecs.md §10, hicann/ops-math: math/cast/op_kernel/arch35/cast_struct.h castMap)
 
 _PLAIN = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
 _PLAIN_ALIASES = {"float": "float32", "fp32": "float32", "acl_float": "float32", "half": "float16",
@@ -393,7 +393,7 @@ _NO_PATH = {("hifloat8", "float8_e4m3fn"), ("hifloat8", "float8_e5m2"), ("float8
 
 
 def cast(x, src, dst, *, saturate=False, sat_keep_nan=False, fp4_path="via_bf16", fp4_nan="pos_zero"):
-    """aclnnCast on Ascend 950: convert x from ``src`` to ``dst`` along the castMap chain of codecs.md §10.
+    """aclnnCast on Ascend 950: convert x from ``src`` to ``dst`` along the castMap chain of docs/codecs.md §10.
 
     Types: float32, float16, bfloat16 (x as values) and the low-precision formats (x as uint8 codes, one per
     byte, or an ml_dtypes/en_dtypes array of the format); ``src=None`` takes the type from x's dtype. Returns
@@ -423,9 +423,9 @@ def cast(x, src, dst, *, saturate=False, sat_keep_nan=False, fp4_path="via_bf16"
     _choice(fp4_nan, "fp4_nan", ("pos_zero", "nan_sign"))
     for t in (src, dst):
         if t in ("float8_e8m0", "float6_e3m2", "float6_e2m3"):
-            raise _invalid(f"aclnnCast has no {t} path on Ascend 950 (codecs.md §10); use encode/decode")
+            raise _invalid(f"aclnnCast has no {t} path on Ascend 950 (docs/codecs.md §10); use encode/decode")
     if (src, dst) in _NO_PATH:
-        raise _invalid(f"aclnnCast has no {src} -> {dst} path on Ascend 950 (castMap, codecs.md §10); go through "
+        raise _invalid(f"aclnnCast has no {src} -> {dst} path on Ascend 950 (castMap, docs/codecs.md §10); go through "
                        "float32 explicitly if that is what you want")
     if src == dst:
         if src in _PLAIN:

@@ -1,23 +1,24 @@
-"""Bit-exact scalar codecs, callable from any njit code (spec: codecs.md).
+"""Bit-exact scalar codecs, callable from any njit code (docs/codecs.md).
 
 This module is the only place in npu-emu where a value is rounded to a low-precision format. Every public function
 is ``@njit(inline='always', cache=True, error_model='numpy')`` and works on bit patterns: 16-bit values travel as
-uint16, 8-bit and 4-bit codes as uint8 (numba has no float16/bfloat16, numba_rules.md §2.1). Encoders take the
-exact fp32 value apart with integer operations (never log2, codecs.md §14); decoders read 256-entry float32
-tables (16 entries for FP4) built once at import from the field definitions of codecs.md §4.3, §5.1, §6.1, §7.1.
+uint16, 8-bit and 4-bit codes as uint8 (numba has no float16/bfloat16, docs/contributing/numba_rules.md §2.1). Encoders
+take the exact fp32 value apart with integer operations (never log2, docs/codecs.md §14); decoders read 256-entry
+float32 tables (16 entries for FP4) built once at import from the field definitions of
+docs/codecs.md §4.3, §5.1, §6.1, §7.1.
 
-Round-mode ints are the Ascend C ``RoundMode`` enum (codecs.md §2.1). Callers validate the mode before calling:
+Round-mode ints are the Ascend C ``RoundMode`` enum (docs/codecs.md §2.1). Callers validate the mode before calling:
 a mode a function does not implement behaves as RINT (scalar code cannot raise cheaply inside kernels).
 
-Choices made here where codecs.md is silent (all **[HW-unverified]**):
+Choices made here where docs/codecs.md is silent (all **[HW-unverified]**):
 
 * Finite overflow of fp32 -> fp16/bf16 with a directed mode in non-saturating mode follows IEEE 754 §7.4:
   trunc -> ±max; floor -> +max / -Inf; ceil -> +Inf / -max; odd -> ±max (odd keeps the truncated value,
   whose mantissa is all ones); rint/round -> ±Inf.
 * Saturating fp16/bf16 output maps NaN to +0, as the ISA table for float->float conversions says
   ("饱和模式：输入为nan时，输出为0",
-  ``cannmirror/asc-devkit: docs/zh/api/SIMD-API/基础API/Reg矢量计算/类型转换/Cast.md`` 表4, and codecs.md §9);
-  codecs.md §3.2 step 1 lists NaN before the saturation step and would keep it.
+  ``cannmirror/asc-devkit: docs/zh/api/SIMD-API/基础API/Reg矢量计算/类型转换/Cast.md`` 表4, and
+  docs/codecs.md §9); docs/codecs.md §3.2 step 1 lists NaN before the saturation step and would keep it.
 * ``hybrid_f16_subnormal="raw"`` (``f16_sub_raw=True``): the value (exponent, kept mantissa) of an fp16
   subnormal is taken exactly, but the HYBRID comparand ``frac`` is read from the raw fraction field at the bit
   positions of the ISA pseudo-code (g[9] for E = -23, g[9:8] in the denormal range, g[8:7] for E = -15)
@@ -56,7 +57,7 @@ def u32_as_f32(u):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# the one rounding rule (codecs.md §2.2) and its binary-format wrapper
+# the one rounding rule (docs/codecs.md §2.2) and its binary-format wrapper
 
 
 @njit(**_JIT)
@@ -81,7 +82,7 @@ def _rne_mag(a, mb, emin):
 
 @njit(**_JIT)
 def _binary_mag(a, neg, rmode, mb, emin):
-    """``_rne_mag`` for every mode of codecs.md §2.2 (int64 in and out): the rounded magnitude code, past the
+    """``_rne_mag`` for every mode of docs/codecs.md §2.2 (int64 in and out): the rounded magnitude code, past the
     largest finite code on overflow."""
     if rmode == CAST_RINT or rmode == CAST_NONE:
         return np.int64(_rne_mag(np.uint32(a), mb, emin))
@@ -132,7 +133,7 @@ def _overflow_code(rmode, neg, sat, max_code, inf_code):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# fp16 / bf16 / fp32 helpers (codecs.md §3)
+# fp16 / bf16 / fp32 helpers (docs/codecs.md §3)
 
 
 @njit(**_JIT)
@@ -161,8 +162,8 @@ def _encode_16(x, rmode, sat, mb, emin, max_code):
     a = u & 0x7FFFFFFF
     neg = s != 0
     if a > 0x7F800000:
-        # NaN: +0 when saturating, else quiet NaN; fp16 canonical 0x7E00 (codecs.md §3.2), bf16 keeps the top
-        # payload bits, TRUNC only makes sure a fraction bit survives (codecs.md §3.3)
+        # NaN: +0 when saturating, else quiet NaN; fp16 canonical 0x7E00 (docs/codecs.md §3.2), bf16 keeps the top
+        # payload bits, TRUNC only makes sure a fraction bit survives (docs/codecs.md §3.3)
         r = u >> 16
         if mb == 10:
             r = s | 0x7E00
@@ -254,7 +255,7 @@ def round_to_integral(x, rmode):
 
 @njit(**_JIT)
 def t19(u):
-    """FP19 scale truncation: keep sign, exponent and the top 10 mantissa bits (codecs.md §3.5)."""
+    """FP19 scale truncation: keep sign, exponent and the top 10 mantissa bits (docs/codecs.md §3.5)."""
     return np.uint32(np.int64(u) & 0xFFFFE000)
 
 
@@ -274,7 +275,7 @@ def r19(u):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# FP8 E4M3FN / E5M2 (codecs.md §5), hardware mode RINT only
+# FP8 E4M3FN / E5M2 (docs/codecs.md §5), hardware mode RINT only
 
 
 @njit(**_JIT)
@@ -382,7 +383,7 @@ def rint_code_bf16_pow2(h, dd, mb, emin, max_code, sbit):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# FP4 E2M1 / E1M2 (codecs.md §7.3): always saturating, code in the low nibble
+# FP4 E2M1 / E1M2 (docs/codecs.md §7.3): always saturating, code in the low nibble
 
 
 @njit(**_JIT)
@@ -410,7 +411,7 @@ def encode_fp4_e1m2(x, rmode, nan_sign):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# E8M0 (codecs.md §6.2): hardware bf16 -> E8M0 keeps the exponent field
+# E8M0 (docs/codecs.md §6.2): hardware bf16 -> E8M0 keeps the exponent field
 
 
 @njit(**_JIT)
@@ -435,13 +436,13 @@ def encode_e8m0_f32(x):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# HiFloat8 (codecs.md §4.5, §4.6)
+# HiFloat8 (docs/codecs.md §4.5, §4.6)
 
 
 @njit(**_JIT)
 def _hif8_exponent_code(e):
-    """Code of 2^e with mantissa 0 (codecs.md §4.5 field assembly): denormal code e + 23 for e <= -16; the prefix of
-    D = bit_length(abs(e)) exponent bits, then the sign-magnitude exponent field (implicit leading 1 dropped) shifted
+    """Code of 2^e with mantissa 0 (docs/codecs.md §4.5 field assembly): denormal code e + 23 for e <= -16; the prefix
+    of D = bit_length(abs(e)) exponent bits, then the sign-magnitude exponent field (implicit leading 1 dropped) shifted
     past the mb = 3, 3, 3, 2, 1 mantissa bits; e = 16 (a carry out of 2^15) is the Inf slot 0x6F. Computed, not
     looked up: a table gather keeps LLVM from vectorising the array loops."""
     ae = abs(e)
@@ -466,7 +467,7 @@ def _hif8_core(u, rmode, sat, hybrid_script, width, thr, ffrac):
     ec = min(max(e, -23), 15)  # out-of-range exponents are replaced below
     ae = abs(ec)
     # kept mantissa bits: 3 for abs(e) <= 3, 2 up to 7, 1 up to 15, 0 for the denormals 2^-22 … 2^-16, and -1 for
-    # the binade [2^-23, 2^-22) where even the leading 1 is discarded (codecs.md §4.1)
+    # the binade [2^-23, 2^-22) where even the leading 1 is discarded (docs/codecs.md §4.1)
     mb = 1 + np.int64(ae <= 7) + np.int64(ae <= 3) - np.int64(ec < -15) - np.int64(ec < -22)
     mbp = max(mb, 0)
     hybrid = rmode == CAST_HYBRID
@@ -524,7 +525,7 @@ def _binary_table(ebits, mbits, bias):
 
 
 def _hif8_value(code):
-    """codecs.md §4.3."""
+    """docs/codecs.md §4.3."""
     if code == 0x80:
         return math.nan
     p = code & 0x7F

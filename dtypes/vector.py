@@ -10,7 +10,7 @@ one call loads 32 BF16 values (two AVX2 registers), works the same steps on all 
 BF16 pattern and every shift pow2_shift_ok admits (that scalar form is proven equal to the FP32 codecs in
 tests/dtypes/test_pow2_codes.py).
 
-Forms, per output format (constants of codecs.md §5.1, §7.1), each with one shift for the 32 lanes (a block of a
+Forms, per output format (constants of docs/codecs.md §5.1, §7.1), each with one shift for the 32 lanes (a block of a
 run along a row: ``*32``) or one shift per lane read from an int16 array (a row of 32 column blocks: ``*_cols32``):
 
 * ``*_pow2_normal*`` (FP8): the normal-code steps only, returning whether any of the 32 lanes holds a value whose
@@ -176,7 +176,7 @@ def _make_cast(mb, max_code, sbit, fp4, normal, per_lane, name):
     return intrinsic(cast)
 
 
-# (mantissa bits, largest finite code, sign bit) per format: codecs.md §5.1 (FP8), §7.1 (FP4, code in the low nibble);
+# (mantissa bits, largest finite code, sign bit) per format: §5.1 (FP8), §7.1 (FP4, code in the low nibble);
 # a run's block: one shift; a row of column blocks (``*_cols32``): one shift per lane
 _FMT = {"e4m3": (3, 0x7E, 7, False), "e5m2": (2, 0x7B, 7, False), "e2m1": (1, 7, 3, True), "e1m2": (2, 7, 3, True)}
 e4m3_pow2_normal32 = _make_cast(*_FMT["e4m3"], True, False, "e4m3_pow2_normal32")

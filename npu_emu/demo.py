@@ -551,7 +551,8 @@ def _print_table(rows, notes, small, threads, out):
         print("~ golden run on a sample of the output rows (and columns for the exact float models); its time is "
               "scaled to the whole output", file=out)
     if any(r.get("device", DEVICE) != DEVICE for r in rows if "error" not in r):
-        print("* no 910B2 figure for this arithmetic: roofline of the ascend950pr (docs/device/platforms.md §4)", file=out)
+        print("* no 910B2 figure for this arithmetic: roofline of the ascend950pr "
+              "(docs/device/platforms.md §4)", file=out)
     print("/host roof: time over max(bytes / (25 GB/s x threads), ops / host float32 GEMM rate); "
           f"/{DEVICE[6:].upper()} roof: time over max(bytes / HBM bandwidth, ops / peak)", file=out)
     for note in notes:

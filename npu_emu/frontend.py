@@ -129,8 +129,8 @@ def _resolve_dtype(d, what):
     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}={nd} is not supported by npu-emu")
 
 
-# torch / torch_npu dtype codes, as torch_npu's `dst_type` arguments take them. They are NOT aclDataType values (spec
-# docs/conventions.md §5 "pitfalls"): 23/24 are torch's float8_e5m2/e4m3fn, 290-297 torch_npu's own (torch_npu.hifloat8 = 290,
+# torch / torch_npu dtype codes, as torch_npu's `dst_type` arguments take them. They are NOT aclDataType values
+# (docs/conventions.md §5): 23/24 are torch's float8_e5m2/e4m3fn, 290-297 torch_npu's own (torch_npu.hifloat8 = 290,
 # float8_e8m0fnu = 293, float4_e2m1fn_x2 = 296, float4_e1m2fn_x2 = 297; 291/292 e5m2/e4m3fn, accepted by the meta
 # functions, docs/ops/mx_quant.md §7).
 TORCH_NPU_DTYPES = {

@@ -1,7 +1,7 @@
 """The numba switch every parallel kernel reads, in one place so that a test mode can flip it.
 
 ``NPU_EMU_SERIAL_KERNELS=1`` compiles the per-core ``prange`` loops as plain loops (``parallel=False``). It exists
-for the bounds-checked test job (issue 11, README "Bounds-checked run"): numba 0.68 does not apply
+for the bounds-checked test job (docs/contributing/reliability.md): numba 0.68 does not apply
 ``NUMBA_BOUNDSCHECK=1`` inside parallel prange bodies (tests/reliability/test_bounds_mode.py), so an out-of-range
 index in a kernel is only caught when the kernels run serially. Results are the same either way (cores write
 disjoint ranges; determinism tests compare thread counts). numba's cache is keyed neither by this switch nor by

@@ -153,7 +153,7 @@ class Platform:
     def override(self, *, core_num=None, ub_size=None):
         """A copy with the per-call ``core_num=`` / ``ub_size=`` switches applied (None keeps the table value).
 
-        ``ub_size`` is the usable size (what tiling sees), as in the spec's UT-fixture values 64 / 262144.
+        ``ub_size`` is the usable size (what tiling sees), as in the UT fixtures' values 64 / 262144.
         """
         changes, notes = {}, list(self.notes)
         for name, value in (("core_num", core_num), ("ub_size", ub_size)):
@@ -191,7 +191,8 @@ _SRC_910B = (
     "CANN platform_ascendc.cpp: GetCoreMemSize LOCAL_RESERV_SIZE = 256, WORK_SPACE_SIZE_910B = 16 MiB",
 )
 _SRC_950 = (
-    "docs/device/platforms.md §3.2: public note for SKU 950PR_9579 (56 AIV, 1650 MHz), Huawei Connect 2025 press coverage",
+    "docs/device/platforms.md §3.2: public note for SKU 950PR_9579 (56 AIV, 1650 MHz), "
+        "Huawei Connect 2025 press coverage",
     "CANN platform_ascendc.cpp: WORK_SPACE_SIZE_950 = 16 MiB",
 )
 
@@ -211,7 +212,8 @@ def _a2(name, product, aic, aiv, cube_hz, l2, hbm, hbm_Bps, l1=512 * KiB, l0a=64
         fp8_peak_flops=UNKNOWN, fp4_peak_flops=UNKNOWN,
         sys_workspace_size=16 * MiB,
         placeholders=tuple(placeholders),
-        notes=("fp16_peak_flops derived as 16*16*16*2 * cube_cores * cube_hz (docs/device/platforms.md §3.1)",) + tuple(notes),
+        notes=("fp16_peak_flops derived as 16*16*16*2 * cube_cores * cube_hz "
+               "(docs/device/platforms.md §3.1)",) + tuple(notes),
         sources=_SRC_910B)
 
 
@@ -273,7 +275,8 @@ _TABLE = (
         fp8_peak_flops=10**15, fp4_peak_flops=2 * 10**15,
         sys_workspace_size=16 * MiB,
         placeholders=tuple((f, "950DT core split is unknown (differs from 950PR); npu-emu uses the 950PR values "
-                               "(docs/device/platforms.md §6)") for f in ("core_num", "vector_cores", "cube_cores")) + (
+                               "(docs/device/platforms.md §6)")
+                           for f in ("core_num", "vector_cores", "cube_cores")) + (
             ("ub_bytes", "placeholder 262144: the 950 UB size is not published (docs/device/platforms.md §6)"),
             ("ub_size", "placeholder 262144: the 950 UB size is not published; no 256-byte reserve on 950"),
         ),

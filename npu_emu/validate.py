@@ -13,7 +13,7 @@ kernel), as an :class:`AccessPattern`:
 bounds (start < 0 or past end + overrun), writes of the same element by two tiles/cores, output elements no
 tile writes, and UB overflow. Device accesses past the logical end within the declared ``overrun`` are not
 errors: they are returned as :class:`GmOverrun` records (tensor, "read"/"write", start byte, end byte, core), the
-``gm_overrun`` trace field of docs/conventions.md §4.4. The kernel itself never performs them (docs/conventions.md §3 rule 4).
+``gm_overrun`` trace field of docs/conventions.md §4.4. The kernel itself never performs them (§3 rule 4).
 
 Example (the big/small core split with a tail tile; see kernels/example/tiling.py for the full op)::
 

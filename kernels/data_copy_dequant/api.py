@@ -43,7 +43,8 @@ def data_copy_dequant(acc, deq_value, *, mode="DEQ8", is_relu=False, soc=DEFAULT
         _run(acc.reshape(-1), result.reshape(-1), call)
     res = to_user(result, origin)
     if trace:
-        return res, Trace(op="data_copy_dequant", soc=soc, quant_mode=("V" if call.per_channel else "") + call.base_mode,
+        return res, Trace(op="data_copy_dequant", soc=soc,
+                          quant_mode=("V" if call.per_channel else "") + call.base_mode,
                           notes=["whole-matrix form of the CO1 -> CO2 DataCopy (bit-identical to one copy per "
                                  "tile); an instruction, so no host tiling and no per-core split"])
     return res

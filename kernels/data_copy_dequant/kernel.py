@@ -93,7 +93,7 @@ def deq16_matrix(acc, out, m, shift, mcb, relu, sw):
         deq16_row(acc, out, r * n, m, shift, mcb, relu, sw)
 
 
-# The spec defaults: the switches are compile-time constants and the per-call flags are hoisted out of the row
+# The default switches: they are compile-time constants and the per-call flags are hoisted out of the row
 # loop, so that LLVM drops every branch of the element pipeline and vectorises it (8 lanes of AVX2); DEQ16 also
 # drops the half encoder's NaN / Inf / overflow cases, which the defaults never reach (deq16_default_element).
 

@@ -2,7 +2,7 @@
 
 The element count is split into 32-byte blocks (DataCopy's unit: 8 float32). The first ``tailBlockNum`` cores
 ("big" cores) take one block more than the others; each core walks its range in tiles of ``tileDataNum``
-elements, the last tile being the tail. Like SignBitsUnpack on 910B (sign_bits.md §2.5, §2.7) the device
+elements, the last tile being the tail. Like SignBitsUnpack on 910B (docs/ops/sign_bits.md §2.5, §2.7) the device
 works in whole blocks, so when n is not a multiple of 8 the last core reads x and writes y up to 7 elements
 past their end: the access pattern (kernel.py) declares that as a tolerated over-run; the kernel does not
 perform it.

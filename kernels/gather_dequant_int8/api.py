@@ -1,9 +1,9 @@
 """Front ends of GatherDequantInt8: ``gather_dequant_int8`` (npu_emu.ops) and the aclnn pair (npu_emu.aclnn).
 
-The op has no torch_npu function and no aclnn entry on the device (it enters models through ONNX, spec §5): the
-ops name is the snake_case of the op name and the aclnn pair exists for uniformity with the other ops (spec
-README §4.1). Call flow (design.md): normalise -> checks -> host tiling -> UB check -> allocate -> launch ->
-convert back. Switch defaults: spec gather_dequant_int8.md §0.
+The op has no torch_npu function and no aclnn entry on the device (it enters models through ONNX,
+docs/ops/gather_dequant_int8.md §5): the ops name is the snake_case of the op name and the aclnn pair exists for
+uniformity with the other ops (docs/conventions.md §4.1). Call flow (docs/contributing/layout.md): normalise -> checks
+-> host tiling -> UB check -> allocate -> launch -> convert back. Switch defaults: docs/ops/gather_dequant_int8.md §0.
 """
 
 import numpy as np
@@ -47,7 +47,8 @@ def _prepare(table, indices, scale, zero_point, out, fp16_subnormal, soc, ub_siz
 
 
 def _compute(t, i, s, z, out_shape, tr, fp16_subnormal, faithful, validate):
-    """Allocate y (fp16) and run the kernel; empty shapes return without a launch (spec §4.1)."""
+    """Allocate y (fp16) and run the kernel; empty shapes return without a launch
+    (docs/ops/gather_dequant_int8.md §4.1)."""
     check_memory(2 * int(np.prod(out_shape, dtype=np.int64)), f"{OP} output {out_shape}")
     y = np.empty(out_shape, np.float16)
     if y.size:
@@ -72,7 +73,7 @@ def gather_dequant_int8(table, indices, scale, zero_point, *, fp16_subnormal="ke
     float16 (or uint16 bit views) of shape (V,) or (V, 1). Returns float16 of shape indices.shape + (E,)
     (a torch tensor when the inputs are torch tensors).
 
-    Switches (spec gather_dequant_int8.md §0): ``fp16_subnormal`` "keep" (IEEE) | "flush"; ``soc`` (only
+    Switches (docs/ops/gather_dequant_int8.md §0): ``fp16_subnormal`` "keep" (IEEE) | "flush"; ``soc`` (only
     "kirin9020" has a kernel); ``ub_size`` (check the kernel's UB footprint against it); ``core_num`` (None = the
     device's single core; k splits the tokens over k emulated cores, same result; the fast path spreads tokens
     over the host threads whatever the split); ``faithful`` (True runs the transliterated per-row instruction

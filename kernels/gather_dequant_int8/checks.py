@@ -1,9 +1,9 @@
-"""Parameter checks of GatherDequantInt8 (spec gather_dequant_int8.md §0, §2.3, §4).
+"""Parameter checks of GatherDequantInt8 (docs/ops/gather_dequant_int8.md §0, §2.3, §4).
 
 The device op validates nothing (op_host/gather_dequant_int8.cpp has no checks and there is no aclnn entry), so
 every check here is emulator-added: it rejects what the device would run with undefined or silently truncated
 results. Codes for uniformity with the other ops: 161001 for None, 161002 otherwise, 561003 for a SoC without a
-kernel binary. Order = spec §2.3, first failure wins.
+kernel binary. Order = docs/ops/gather_dequant_int8.md §2.3, first failure wins.
 """
 
 import numpy as np
@@ -32,7 +32,7 @@ def null(name):
 
 
 def _fp16_like(a):
-    """fp16 arrives as float16 or as its uint16 bit view (spec §5)."""
+    """fp16 arrives as float16 or as its uint16 bit view (docs/ops/gather_dequant_int8.md §5)."""
     return a.dtype in (np.dtype(np.float16), np.dtype(np.uint16))
 
 
@@ -51,7 +51,8 @@ def require_kernel(soc):
 
 
 def check_inputs(table, indices, scale, zero_point, out=None):
-    """Checks 1-5 of spec §2.3 on arrays already normalised by npu_emu.frontend.as_array (None allowed here).
+    """Checks 1-5 of docs/ops/gather_dequant_int8.md §2.3 on arrays already normalised by npu_emu.frontend.as_array
+    (None allowed here).
 
     ``out`` is the aclnn output tensor (None for the ops front end, which allocates it). Returns (V, E).
     """

@@ -1,4 +1,4 @@
-"""Kernels of GatherDequantInt8 (spec gather_dequant_int8.md §3.3) and their access pattern.
+"""Kernels of GatherDequantInt8 (docs/ops/gather_dequant_int8.md §3.3) and their access pattern.
 
 Faithful kernel: a transliteration of ``KernelGatherDequantInt8`` (hicann/cann-recipes-harmony-infer:
 ops/ascendc/src/gather_dequant_int8_custom/op_kernel/gather_dequant_int8.cpp) on the launch model: Init's UB
@@ -88,7 +88,7 @@ def _core(block_idx, block_dim, td, ub_size, table_gm, indices_gm, scale_gm, zp_
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def gather_dequant_int8_kernel(block_dim, td, ub_size, table_gm, indices_gm, scale_gm, zp_gm, y_gm, ftz):
     """The device kernel ``gather_dequant_int8``; ``ftz`` = the vector unit flushes fp16 subnormals
-    (fp16_subnormal="flush"; the device default assumed by the spec is IEEE, ftz False)."""
+    (fp16_subnormal="flush"; the device default npu-emu assumes is IEEE, ftz False)."""
     for block_idx in prange(block_dim):
         _core(np.int64(block_idx), block_dim, td, ub_size, table_gm, indices_gm, scale_gm, zp_gm, y_gm, ftz)
 

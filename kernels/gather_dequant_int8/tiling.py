@@ -1,4 +1,4 @@
-"""op_host tiling of GatherDequantInt8 (spec gather_dequant_int8.md §3.1, §3.2).
+"""op_host tiling of GatherDequantInt8 (docs/ops/gather_dequant_int8.md §3.1, §3.2).
 
 hicann/cann-recipes-harmony-infer: ops/ascendc/src/gather_dequant_int8_custom/op_host/gather_dequant_int8.cpp
 (TilingFunc) and op_host/gather_dequant_int8_tiling.h (the struct); the UB layout is the kernel's Init
@@ -53,9 +53,9 @@ def core_range(num_indices, block_dim, block_idx):
 
 @register_jitable
 def ub_offsets(num_indices, emb_dim, vocab):
-    """UB byte offsets in the kernel's InitBuffer order (spec §3.2) for a core holding ``num_indices`` indices:
-    (idxBuf, scaleBuf, zpBuf, inQueueRow, outQueueRow, calcBuf, inQueueRow slot bytes, outQueueRow slot bytes,
-    total). The row queues have BUFFER_NUM slots each."""
+    """UB byte offsets in the kernel's InitBuffer order (docs/ops/gather_dequant_int8.md §3.2) for a core holding
+    ``num_indices`` indices: (idxBuf, scaleBuf, zpBuf, inQueueRow, outQueueRow, calcBuf, inQueueRow slot bytes,
+    outQueueRow slot bytes, total). The row queues have BUFFER_NUM slots each."""
     idx = 0
     scale = idx + align_up(4 * num_indices)
     zp = scale + align_up(2 * vocab)
@@ -70,7 +70,8 @@ def ub_offsets(num_indices, emb_dim, vocab):
 
 @dataclass(frozen=True)
 class UbLayout:
-    """Byte offsets of the kernel's UB buffers in InitBuffer order (spec §3.2); ``total`` = the footprint."""
+    """Byte offsets of the kernel's UB buffers in InitBuffer order (docs/ops/gather_dequant_int8.md §3.2); ``total`` =
+    the footprint."""
 
     idx: int
     scale: int

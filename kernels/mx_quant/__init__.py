@@ -1,5 +1,5 @@
 """GroupedDynamicMxQuant and DynamicMxQuant (Ascend 950 MX quantisation): tiling, checks, kernels, front ends.
 
-Spec: shared/spec/mx_quant.md. Front ends: ``api.npu_grouped_dynamic_mx_quant``, ``api.npu_dynamic_mx_quant`` and the
+Docs: docs/ops/mx_quant.md. Front ends: ``api.npu_grouped_dynamic_mx_quant``, ``api.npu_dynamic_mx_quant`` and the
 aclnn pairs ``aclnnGroupedDynamicMxQuant[V2]*``, ``aclnnDynamicMxQuant[V2|V3]*``.
 """

@@ -1,9 +1,9 @@
 """Front ends of GroupedDynamicMxQuant and DynamicMxQuant: torch_npu-style functions and the aclnn two-phase API.
 
-Call flow (design.md): normalise -> checks (torch_npu's, then aclnn's in CANN order) -> host tiling (its rules give
-561103) -> emulator-added group_index check -> allocate -> launch -> convert back. Defaults: spec mx_quant.md §1
-(soc ascend950pr, cann_version "master", gap_fill 0x00, signed zeros, no FTZ, NaN propagating through the floating
-Max, FP4 low nibble first).
+Call flow (docs/contributing/layout.md): normalise -> checks (torch_npu's, then aclnn's in CANN order) -> host tiling
+(its rules give 561103) -> emulator-added group_index check -> allocate -> launch -> convert back. Defaults:
+docs/ops/mx_quant.md §1 (soc ascend950pr, cann_version "master", gap_fill 0x00, signed zeros, no FTZ, NaN propagating
+through the floating Max, FP4 low nibble first).
 
 Outputs: y is an ml_dtypes float8 array [.., n] (FP8) or packed uint8 [.., n/2] (FP4, two codes per byte), mxscale
 uint8 E8M0 codes (view as ml_dtypes.float8_e8m0fnu for values).
@@ -249,8 +249,8 @@ def npu_grouped_dynamic_mx_quant(x, group_index, *, round_mode="rint", dst_type=
     owns get ``gap_fill`` (default 0x00; None also gives 0x00 here, as there is no caller buffer to keep; the
     device leaves them undefined). An empty x gives an all-gap mxscale: the device launches no kernel and leaves
     the fresh buffer undefined. Emulator keywords: ``soc``, ``cann_version``,
-    ``gap_fill``, ``signed_zero``, ``ftz``, ``nan_in_max``, ``fp4_nibble_order`` (spec mx_quant.md §1), ``core_num``,
-    ``tiling`` (your own GroupedDynamicMxQuantTilingData), ``faithful`` (stage every tile through UB with
+    ``gap_fill``, ``signed_zero``, ``ftz``, ``nan_in_max``, ``fp4_nibble_order`` (docs/ops/mx_quant.md §1),
+    ``core_num``, ``tiling`` (your own GroupedDynamicMxQuantTilingData), ``faithful`` (stage every tile through UB with
     DataCopyPad), ``validate`` (check the tiling's GM/UB accesses first), ``trace``.
     """
     origin = Origin()
@@ -284,7 +284,7 @@ def npu_grouped_dynamic_mx_quant(x, group_index, *, round_mode="rint", dst_type=
     if trace:
         notes = () if cann_version == "master" else (
             f"cann_version {cann_version}: that release's kernel numerics on the master host tiling and split "
-            f"(the v9.0/9.1 split differs but not the values, spec mx_quant.md §3.10)",)
+            f"(the v9.0/9.1 split differs but not the values, docs/ops/mx_quant.md §3.10)",)
         return result, (_make_trace("GroupedDynamicMxQuant", tr, overruns, notes) if tr is not None else None)
     return result
 
@@ -353,7 +353,7 @@ def aclnnGroupedDynamicMxQuantGetWorkspaceSize(x, groupIndex, roundMode, dstType
     Empty x (m or n is 0): status 0, workspace 0 and an executor that launches nothing, so y and mxscale keep the
     caller's bytes, ``gap_fill`` notwithstanding (mxscale is [g, n, 2] and not empty when m = 0 < n). This is what
     CANN does: hicann/ops-nn: quant/grouped_dynamic_mx_quant/op_api/aclnn_grouped_dynamic_mx_quant.cpp returns
-    ACLNN_SUCCESS on x->IsEmpty() before l0op::GroupedDynamicMxQuant and the ViewCopy into mxscale (spec mx_quant.md
+    ACLNN_SUCCESS on x->IsEmpty() before l0op::GroupedDynamicMxQuant and the ViewCopy into mxscale (docs/ops/mx_quant.md
     §3.2 item 5). The checks before that return (null, dtypes, shapes, empty groupIndex -> 161002) and the
     emulator-added groupIndex value check still apply."""
     return _grouped_workspace("aclnnGroupedDynamicMxQuant", "v1", x, groupIndex, roundMode, dstType, blocksize, 0,
@@ -566,7 +566,7 @@ def mx_dequantize(y, mxscale, *, dst_type, axis=-1, block_size=32, group_index=N
     """float32 values y * scale of an MX pair (DynamicMxQuant layout, or the grouped layout with ``group_index``).
 
     dst_type: torch code (23/24/296/297), aclDataType or name of y's format; FP4 y is packed uint8. ``e8m0_zero``:
-    decode scale code 0x00 as 2^-127 ("pow2", OCP) or 0.0 ("zero", the opbase host helper), codecs.md §6.1.
+    decode scale code 0x00 as 2^-127 ("pow2", OCP) or 0.0 ("zero", the opbase host helper), docs/codecs.md §6.1.
     """
     from npu_emu import dtypes
 

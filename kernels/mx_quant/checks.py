@@ -2,10 +2,10 @@
 
 Grouped: hicann/ops-nn: quant/grouped_dynamic_mx_quant/op_api/aclnn_grouped_dynamic_mx_quant.cpp and
 aclnn_grouped_dynamic_mx_quant_v2.cpp (CheckNotNull, CheckDtypeValid, CheckShape, then the GetWorkspaceSize body),
-spec mx_quant.md §3.2. The rules only the host tiling enforces live in tiling.py (status 561103, inferred).
+docs/ops/mx_quant.md §3.2. The rules only the host tiling enforces live in tiling.py (status 561103, inferred).
 DynamicMxQuant: its op_api source is not public; the checks follow the aclnnDynamicMxQuant[V2|V3].md docs and the
-tiling (dynamic_mx_quant_tiling_arch35.cpp GetAttr / CheckShape), spec §4.1: null -> 161001, platform -> 361001,
-everything else 161002, in the order null, platform, dtypes, attributes, shapes, contiguity.
+tiling (dynamic_mx_quant_tiling_arch35.cpp GetAttr / CheckShape), docs/ops/mx_quant.md §4.1: null -> 161001,
+platform -> 361001, everything else 161002, in the order null, platform, dtypes, attributes, shapes, contiguity.
 
 Tensors are described by :class:`Desc` (canonical dtype name, *logical* shape: FP4 tensors count elements, not
 packed bytes, as aclTensor shapes do, and contiguity) so numpy arrays, labelled bit views and torch tensors are
@@ -63,13 +63,13 @@ def is_950(soc):
 
 def check_cann_version(cann_version):
     if cann_version not in CANN_VERSIONS:
-        raise _bad(f"cann_version={cann_version!r} is not one of {CANN_VERSIONS} (spec mx_quant.md §1)")
+        raise _bad(f"cann_version={cann_version!r} is not one of {CANN_VERSIONS} (docs/ops/mx_quant.md §1)")
     return cann_version
 
 
 def check_switches(*, gap_fill=0, signed_zero=True, ftz=False, nan_in_max="propagate",
                    fp4_nibble_order="low_first"):
-    """The behaviour switches of spec mx_quant.md §1 (emulator arguments, 161002 when malformed)."""
+    """The behaviour switches of docs/ops/mx_quant.md §1 (emulator arguments, 161002 when malformed)."""
     if gap_fill is not None and (isinstance(gap_fill, bool) or not isinstance(gap_fill, (int, np.integer))
                                  or not 0 <= int(gap_fill) <= 255):
         raise _bad(f"gap_fill={gap_fill!r}: use a byte value 0..255, or None to leave gap rows untouched")
@@ -166,7 +166,7 @@ def check_grouped_mxscale_contiguous(mxscale):
 
 def check_group_index_values(group_index, m):
     """Emulator-added: the device never validates groupIndex; out-of-range or decreasing values read and write
-    out of bounds on the device (undefined), so npu-emu rejects them (spec mx_quant.md §3.1)."""
+    out of bounds on the device (undefined), so npu-emu rejects them (docs/ops/mx_quant.md §3.1)."""
     gi = np.asarray(group_index).astype(np.int64).reshape(-1)
     if gi.size == 0:
         return

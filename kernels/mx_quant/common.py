@@ -181,7 +181,8 @@ def _stats(xs, xb, xstride, r0, r1, ncols, stat, stat16, xk, alg, dyn, nan_ignor
 
 @njit(**_FN)
 def _scale(stat, xk, alg, add, em, legacy, dyn, r32, mlb32, ftz):
-    """(E8M0 code, BF16 bits of the reciprocal) of a block from its statistic (spec mx_quant.md §3.4, §3.7, §4)."""
+    """(E8M0 code, BF16 bits of the reciprocal) of a block from its statistic
+    (docs/ops/mx_quant.md §3.4, §3.7, §4)."""
     if alg == ALG_OCP:
         # ComputeMxScaleOCP: E = 255 -> NaN path; E <= emax -> code 0 and a zero reciprocal (v9.0-9.1 Grouped and
         # v9.0 DynamicMxQuant: only E = 0; a tiny normal block gets 2^127); else 2^(127 - code), 2^-127 for 254.

@@ -3,12 +3,12 @@
 GroupedDynamicMxQuant: hicann/ops-nn: quant/grouped_dynamic_mx_quant/op_host/arch35/
 grouped_dynamic_mx_quant_tiling_arch35.cpp (Tiling4GroupedDynamicMxQuant: CheckDtype, GetAttr, CheckShape,
 GetPlatInfo, DoTiling, SetTilingKeyParam), struct op_kernel/arch35/grouped_dynamic_mx_quant_tilingdata.h, template
-arguments op_kernel/arch35/grouped_dynamic_mx_quant_struct.h (spec mx_quant.md §3.10). The tiling's rule checks
+arguments op_kernel/arch35/grouped_dynamic_mx_quant_struct.h (docs/ops/mx_quant.md §3.10). The tiling's rule checks
 (FP8 needs rint, scale_alg per output type, dst_type_max ranges, FP4 needs an even n) make the l0op return null
-tensors; aclnn then fails with ACLNN_ERR_INNER_NULLPTR, 561103 (inferred, spec §3.2 / §9 M7).
+tensors; aclnn then fails with ACLNN_ERR_INNER_NULLPTR, 561103 (inferred, docs/ops/mx_quant.md §3.2 / §9 M7).
 
 DynamicMxQuant: the device's per-core split (dynamic_mx_quant_tiling_arch35.cpp and its tail/optimize variants)
-is not transcribed in the spec (README §8 "Specification gaps"). npu-emu splits the work into independent units
+is not public (docs/conventions.md §8). npu-emu splits the work into independent units
 (pre-axis index x chunk of block pairs along the axis x chunk of the post-axis) and spreads them over the cores
 with the usual big/small split; blocks never interact, so the values cannot depend on it. The trace says so.
 """
@@ -62,7 +62,7 @@ def _tiling_rule(message):
     """A rule only the tiling enforces: aclnn reports the null l0op result as 561103 (inferred)."""
     return AclnnError(ACLNN_ERR_INNER_NULLPTR,
                       f"{message} (rule enforced by the host tiling; CANN then fails the l0op call and aclnn "
-                      f"returns ACLNN_ERR_INNER_NULLPTR, status inferred per spec mx_quant.md §3.2)")
+                      f"returns ACLNN_ERR_INNER_NULLPTR, status inferred per docs/ops/mx_quant.md §3.2)")
 
 
 def is_float_equal(a, b):
@@ -221,7 +221,7 @@ def grouped_ub_bytes(td=None):
 # ---------------------------------------------------------------------------------------------------------------
 
 DYNAMIC_NOTE = ("tiling not reproduced: the DynamicMxQuant per-core split of dynamic_mx_quant_tiling_arch35.cpp is "
-                "not specified (spec README §8); npu-emu splits the blocks into independent units "
+                "not specified (docs/conventions.md §8); npu-emu splits the blocks into independent units "
                 "(pre-axis index x block-pair chunk x post-axis chunk) over the cores; values do not depend on it")
 DYNAMIC_UB_BUDGET = 64 * 1024   # bytes of x, y and scales one unit may stage in UB
 DYNAMIC_WORKSPACE = 32          # WORKSPACE_SIZE of the DynamicMxQuant tiling (its odd-scale post pass not modelled)

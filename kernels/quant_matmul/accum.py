@@ -1,9 +1,10 @@
-"""Cube accumulation primitives: what the Mmad + L0C stage of every base block produces (spec §7.9).
+"""Cube accumulation primitives: what the Mmad + L0C stage of every base block produces
+(docs/ops/quant_matmul.md §7.9).
 
 Integer inputs: the exact int32 dot product. Float inputs (fp8, hif8, fp4, MX): the ``float_accum`` models of
-spec §1 — "exact" (exact products, exact k-sum, one RNE rounding to fp32), "kchunk" (exact per baseK chunk,
-chunks accumulated in fp32 in k order), "sequential" (one fp32 running sum in increasing k) and "numpy" (the
-vendor golden literally: numpy fp32 matmul, BLAS-dependent).
+docs/ops/quant_matmul.md §1 — "exact" (exact products, exact k-sum, one RNE rounding to fp32), "kchunk" (exact per
+baseK chunk, chunks accumulated in fp32 in k order), "sequential" (one fp32 running sum in increasing k) and "numpy"
+(the vendor golden literally: numpy fp32 matmul, BLAS-dependent).
 
 Speed without giving up exactness (the brief's "exact fast primitive"): BLAS is used only where its result is
 provably exact whatever its summation order —

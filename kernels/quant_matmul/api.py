@@ -1,14 +1,14 @@
 """Front ends of the quantised matmul family: torch_npu ``npu_quant_matmul`` / ``npu_trans_quant_param`` and the
-aclnn pairs aclnnQuantMatmulV3/V4/V5/WeightNz and aclnnTransQuantParamV2/V3 (spec §2, §4, §11).
+aclnn pairs aclnnQuantMatmulV3/V4/V5/WeightNz and aclnnTransQuantParamV2/V3 (docs/ops/quant_matmul.md §2, §4, §11).
 
-Call flow (design.md): normalise (dtype relabels, transposed views, sub-byte unpacking) -> the aclnn checks
-(checks.py, CANN's order and codes) -> routing (V3 or V4; the V4 modes - int8 G-B, A4W4 K-G, A8W4 MSD, T-CG,
+Call flow (docs/contributing/layout.md): normalise (dtype relabels, transposed views, sub-byte unpacking) -> the aclnn
+checks (checks.py, CANN's order and codes) -> routing (V3 or V4; the V4 modes - int8 G-B, A4W4 K-G, A8W4 MSD, T-CG,
 MxA8W4 - are computed by v4.py through ``V4_KERNELS``) -> the V3 plan (routing.plan_v3) -> host tiling -> the
 cube accumulation (accum.py: exact; or the faithful per-block integer kernel) -> the per-core epilogue kernel
 over the base blocks (kernel.py, launched and validated by npu_emu.launch) -> the caller's array type.
 
-Switches (spec §1, README §3.1): ``soc`` ("ascend910b2"), ``float_accum`` ("exact"), ``fixpipe_round`` ("rne"),
-``cast_overflow`` ("inf"), ``tcg_fp8_overflow`` ("nan"; the T-CG weight dequant of v4.py),
+Switches (docs/ops/quant_matmul.md §1, docs/conventions.md §3.1): ``soc`` ("ascend910b2"), ``float_accum`` ("exact"),
+``fixpipe_round`` ("rne"), ``cast_overflow`` ("inf"), ``tcg_fp8_overflow`` ("nan"; the T-CG weight dequant of v4.py),
 ``fp4_nibble_order`` ("low_first"), ``e8m0_zero`` ("pow2"), ``group_size_inference`` ("checker"), ``trace``.
 npu-emu extras: ``core_num`` (cube cores), ``tiling`` (your QuantBatchMatmulV3TilingData), ``block_dim``,
 ``faithful`` (integer cube block by block in njit instead of the exact BLAS primitive), ``validate``.
@@ -97,7 +97,8 @@ SUB_BYTE_NZ = ("float4_e2m1", "int4", "int32")      # 4-bit elements (int32 = 8 
 
 
 class NzWeight:
-    """An x2 in FRACTAL_NZ: ``storage`` (..., N1, M1, 16, c0) plus the ND ``shape`` of its view (spec §3.4).
+    """An x2 in FRACTAL_NZ: ``storage`` (..., N1, M1, 16, c0) plus the ND ``shape`` of its view
+    (docs/ops/quant_matmul.md §3.4).
 
     numpy arrays carry no storage format, so WeightNz callers wrap their NZ bytes in this. ``from_nd(x2, dtype)``
     builds it from an ND weight the way aclnnTransMatmulWeight lays it out (8-bit formats, c0 = 32 elements).
@@ -220,8 +221,9 @@ def _batch_views(x1l, x2l):
 def _mx_expand(vals, scale_vals, k, transposed_x, is_x1):
     """Apply the E8M0 group scales exactly: x1 (…, m, k) * S1[…, m, k//32]; x2 (…, k, n) * S2[…, k//32, n].
 
-    Scale layouts (spec §5): x1Scale (…, m, ⌈k/64⌉, 2), transposed x1 (…, ⌈k/64⌉, m, 2); x2Scale (…, ⌈k/64⌉, n, 2),
-    transposed x2 (…, n, ⌈k/64⌉, 2). Group g sits at [g // 2, g % 2]; an odd group count ignores the last half.
+    Scale layouts (docs/ops/quant_matmul.md §5): x1Scale (…, m, ⌈k/64⌉, 2), transposed x1
+    (…, ⌈k/64⌉, m, 2); x2Scale (…, ⌈k/64⌉, n, 2), transposed x2 (…, n, ⌈k/64⌉, 2). Group g sits at
+    [g // 2, g % 2]; an odd group count ignores the last half.
     """
     g = -(-k // MX_GROUP)
     s = scale_vals
@@ -412,7 +414,8 @@ def _float_cube(plan, a, x1, x2, ops, sw, tr, m, n, k, nb, notes):
 
 
 def _perblock(plan, a, x1v, x2v, sig1, sig2, ops, sw, tr, m, n, k, nb):
-    """950 per-block (spec §7.4): per 128-wide k block the exact (or float_accum) block sum, scaled and added."""
+    """950 per-block (docs/ops/quant_matmul.md §7.4): per 128-wide k block the exact (or float_accum) block sum, scaled
+    and added."""
     s1 = operands.scale_values(ops["x1_scale"])
     s2 = operands.scale_values(ops["x2_scale"])
     s1 = np.swapaxes(s1, -1, -2) if a.transpose_x1 else s1          # (…, M1, G)
@@ -545,7 +548,8 @@ def _empty_result(a):
 # --------------------------------------------------------------------------------------------------------------
 
 def npu_trans_quant_param(scale, offset=None, round_mode=0):
-    """torch_npu.npu_trans_quant_param: float32 scale (and offset) -> int64 packed words (spec §3.3, TV-K)."""
+    """torch_npu.npu_trans_quant_param: float32 scale (and offset) -> int64 packed words
+    (docs/ops/quant_matmul.md §3.3, TV-K)."""
     origin = Origin()
     s = as_array(scale, "scale", origin=origin)
     o = None if offset is None else as_array(offset, "offset", origin=origin)
@@ -572,14 +576,15 @@ def npu_quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=No
                      tcg_fp8_overflow="nan", fp4_nibble_order="low_first", e8m0_zero="pow2",
                      group_size_inference="checker", core_num=None, tiling=None, block_dim=None, faithful=False,
                      validate=True, trace=False):
-    """torch_npu.npu_quant_matmul with op-plugin's mapping (spec §11.1, ``QuantMatmulKernelNpuOpApi.cpp``).
+    """torch_npu.npu_quant_matmul with op-plugin's mapping (docs/ops/quant_matmul.md §11.1,
+    ``QuantMatmulKernelNpuOpApi.cpp``).
 
     scale -> x2Scale, pertoken_scale -> x1Scale, offset -> x2Offset (yOffset for int8 x int32), y_scale -> yScale;
     ``*_dtype`` relabel the bits (names such as "hifloat8", "float8_e8m0", "float4_e2m1", "int4", aclDataType
     ints, numpy/ml_dtypes/torch dtypes). Output dtype defaults to int8. A float32 scale without pertoken_scale
     and with a non-int32 output (not bf16 unless the V5-only path is taken) is first packed by
     npu_trans_quant_param (FP19 truncation). Transposes come from strides (a transposed view is detected). An
-    x2 given as :class:`NzWeight` goes to aclnnQuantMatmulWeightNz. Every spec switch is a keyword.
+    x2 given as :class:`NzWeight` goes to aclnnQuantMatmulWeightNz. Every switch is a keyword.
     """
     sw = _switches(soc, float_accum, fixpipe_round, cast_overflow, tcg_fp8_overflow, fp4_nibble_order, e8m0_zero,
                    group_size_inference, core_num, faithful, validate)

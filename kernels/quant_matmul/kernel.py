@@ -1,4 +1,4 @@
-"""Per-core kernels of QuantBatchMatmulV3 (spec §7, §10) and their GM/UB access patterns.
+"""Per-core kernels of QuantBatchMatmulV3 (docs/ops/quant_matmul.md §7, §10) and their GM/UB access patterns.
 
 Every kernel is ``kernel(block_dim, td, ub_size, *gm)`` (npu_emu.launch): ``for core in prange(block_dim)`` the
 core walks its base blocks ``core, core + blockDim, ...`` in the order of :func:`tiling.block_coords` and, per
@@ -6,10 +6,11 @@ block, its UB tiles of ``ubCalcM`` rows x ``ubCalcN`` columns: CopyIn of the L0C
 into UB, the epilogue in UB, CopyOut to GM. Blocks own disjoint output rectangles, so results do not depend on
 the thread count or on the split.
 
-* :func:`qbmm_epilogue_kernel` - the Fixpipe (cube path) or vector (mix path) dequantisation of spec §7.1-§7.3,
-  §7.5 for int32 / fp32 accumulators; the arithmetic is the same float32 chain on both paths, only the order of
-  the steps is selected by the plan (routing.QuantPlan) through the host-prepared operands.
-* :func:`qbmm_perblock_kernel` - one k-block step of the 950 per-block accumulation (spec §7.4).
+* :func:`qbmm_epilogue_kernel` - the Fixpipe (cube path) or vector (mix path) dequantisation of
+  docs/ops/quant_matmul.md §7.1-§7.3, §7.5 for int32 / fp32 accumulators; the arithmetic is the same float32 chain on
+  both paths, only the order of the steps is selected by the plan (routing.QuantPlan) through the host-prepared
+  operands.
+* :func:`qbmm_perblock_kernel` - one k-block step of the 950 per-block accumulation (docs/ops/quant_matmul.md §7.4).
 * :func:`qbmm_cube_faithful_kernel` - the integer cube block by block: per baseK chunk L0A/L0B loads and the
   instruction layer's Mmad into an int32 L0C; used with ``faithful=True`` to prove the fast exact primitive of
   accum.py bit-identical.
@@ -80,7 +81,8 @@ def _block(geo, idx):
 
 @njit(inline="always", cache=True, error_model="numpy")
 def _requant_int8(v, off, rmode):
-    """clamp(clamp(round(v), -256, 255) + off, -128, 127): the REQ8 int9 step, then the offset (spec §7.1)."""
+    """clamp(clamp(round(v), -256, 255) + off, -128, 127): the REQ8 int9 step, then the offset
+    (docs/ops/quant_matmul.md §7.1)."""
     if v != v:
         return np.int8(0)  # NaN: undefined on the device (scales must be finite); npu-emu writes 0
     r = scalar.round_to_integral(np.float64(v), rmode)
@@ -236,7 +238,7 @@ def epilogue_kernel(block_dim, td, ub_size, acc_i32, acc_f32, s2, s1, bias_i, bi
 
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def qbmm_perblock_kernel(block_dim, td, ub_size, part, x1s, x2s, acc, cfg):
-    """One k-block j of the 950 per-block epilogue (block_epilogue_pertile.h, spec §7.4):
+    """One k-block j of the 950 per-block epilogue (block_epilogue_pertile.h, docs/ops/quant_matmul.md §7.4):
     s = f32(x1s[b, i // gsM, j] * x2s[b, j, c // gsN]); p = f32(part * s); acc = p if j == 0 else f32(p + acc).
 
     part: the fp32 block dot products of k-block j, flat (B, M, N); x1s flat (B, M1, G); x2s flat (B, G, N1).

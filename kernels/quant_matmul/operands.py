@@ -4,8 +4,8 @@
   as the source does: an x1/x2 whose last two dims view a transposed dense block is taken as that block with the
   transpose flag flipped; a scale, bias or offset is read as its block without a flag (an MX scale by dims -3 / -2,
   ``MxScaleContiguousProcess``).
-* INT4 (codecs.md §8): two's-complement nibbles, element 2i in the low nibble; INT32 carries 8 nibbles LSB first
-  (on little-endian memory the same bytes). FP4 E2M1 (codecs.md §7.2): two codes per byte, element order per
+* INT4 (docs/codecs.md §8): two's-complement nibbles, element 2i in the low nibble; INT32 carries 8 nibbles LSB first
+  (on little-endian memory the same bytes). FP4 E2M1 (docs/codecs.md §7.2): two codes per byte, element order per
   ``fp4_nibble_order``; FLOAT32 carries 8 codes (the A8W4 "C0_4" weights). ml_dtypes int4 / float4_e2m1fn
   arrays hold one element per byte and need no unpacking.
 * Float formats decode through ``npu_emu.dtypes.scalar.DECODE_TABLES`` (exact float32 values), widened to float64.

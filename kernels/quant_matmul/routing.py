@@ -1,6 +1,6 @@
 """Routing: which device op (QuantBatchMatmulV3 / V4) a call reaches and which quantisation mode it computes.
 
-Spec quant_matmul.md §2 (V5 routing), §5 (modes), §7.0 (V3 mode selection). Sources:
+Docs: docs/ops/quant_matmul.md §2 (V5 routing), §5 (modes), §7.0 (V3 mode selection). Sources:
 ``hicann/ops-nn: matmul/quant_batch_matmul_v4/op_host/op_api/aclnn_quant_matmul_v5.cpp``
 (``aclnnQuantMatmulGetWorkspaceSizeCommonProcess``), ``matmul/quant_batch_matmul_v3/op_api/quant_matmul_checker.cpp``
 (``IsA4W4PergroupNonSymmetric``), ``matmul/quant_batch_matmul_v3/tests/assets/qbmmv3_kernel_golden.py``
@@ -58,7 +58,7 @@ class TensorDesc:
 
 
 def decode_group_size(group_size):
-    """groupSize int64 -> (gsM, gsN, gsK): 16 bits each at bits 32, 16 and 0 (spec §4.3)."""
+    """groupSize int64 -> (gsM, gsN, gsK): 16 bits each at bits 32, 16 and 0 (docs/ops/quant_matmul.md §4.3)."""
     g = int(group_size) & 0xFFFFFFFFFFFFFFFF
     return (g >> 32) & GROUP_MASK, (g >> 16) & GROUP_MASK, g & GROUP_MASK
 
@@ -123,7 +123,7 @@ def is_a4w4_pergroup_asym(x1, x2, x1_scale, x2_scale, x2_offset, bias, transpose
 
 
 def v4_mode(x1, x2, x1_scale, x2_scale, x2_offset, bias, transpose_x1, transpose_x2, group_size):
-    """The V4 route of aclnnQuantMatmulV5 (spec §2), or None for QuantBatchMatmulV3.
+    """The V4 route of aclnnQuantMatmulV5 (docs/ops/quant_matmul.md §2), or None for QuantBatchMatmulV3.
 
     ``x1``/``x2`` carry their dtypes *before* the INT32 -> INT4 conversion (an int8 x int32 call is A8W4-int).
     """
@@ -142,12 +142,12 @@ def v4_mode(x1, x2, x1_scale, x2_scale, x2_offset, bias, transpose_x1, transpose
 
 
 # --------------------------------------------------------------------------------------------------------------
-# V3: the quantisation mode and the arithmetic plan (qbmmv3_kernel_golden.py, spec §7.0)
+# V3: the quantisation mode and the arithmetic plan (qbmmv3_kernel_golden.py, docs/ops/quant_matmul.md §7.0)
 # --------------------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class QuantPlan:
-    """How QuantBatchMatmulV3 computes one call (spec §7).
+    """How QuantBatchMatmulV3 computes one call (docs/ops/quant_matmul.md §7).
 
     ``quant_mode``: "MX" (the golden's G-G), "B-B" (per-block; G-B when gsM = 1), "T-T", "T-C", "K-C" (covers
     K-T), "T-T-doublescale", "T-C-doublescale".
@@ -205,7 +205,8 @@ def v3_quant_mode(x1_dtype, scale, pertoken, m, n, gs_n):
 
 
 def plan_v3(x1_dtype, scale, pertoken, bias_dtype, out_dtype, m, n, group_size=0):
-    """The arithmetic plan of a QuantBatchMatmulV3 call whose inputs passed the checks (spec §7.0-§7.5)."""
+    """The arithmetic plan of a QuantBatchMatmulV3 call whose inputs passed the checks
+    (docs/ops/quant_matmul.md §7.0-§7.5)."""
     gs_m, gs_n, gs_k = decode_group_size(group_size)
     mode = v3_quant_mode(x1_dtype, scale, pertoken, m, n, max(gs_n, 1))
     accum = "int" if x1_dtype in INT_IN else "float"

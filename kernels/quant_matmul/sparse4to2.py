@@ -1,6 +1,6 @@
 """Sparse4to2QuantMatmul (Atlas A2/A3): int8 x 4:2-sparse int8 weight -> bf16, and its host compressor.
 
-Spec sparse4to2_quant_matmul.md; sources ``hicann/ops-nn: matmul/sparse4to2quant_matmul/`` (``op_host/op_api/
+Docs: docs/ops/sparse4to2_quant_matmul.md; sources ``hicann/ops-nn: matmul/sparse4to2quant_matmul/`` (``op_host/op_api/
 aclnn_trans_sparse4to2_para.cpp`` for the compression format,
 ``op_host/op_api/aclnn_sparse4to2quant_matmul_weight_nz.cpp`` for the checks, ``op_host/op_tiling/sparse4to2quant_matmul_tiling.cpp`` for the base blocks,
 ``op_kernel/sparse4to2quant_matmul.h`` for the epilogue), read and re-expressed.
@@ -41,7 +41,7 @@ LAST_DIM_LIMIT = 65535
 SPARSE_WEIGHT_RATIO = 0.625      # the tiling cost model's weight traffic relative to dense (informational)
 
 # mask p = (w0!=0)<<3 | (w1!=0)<<2 | (w2!=0)<<1 | (w3!=0) -> 4-bit code (c1 << 2 | c0), -1 = more than two
-# non-zeros. Kept positions: pos0 = c0, pos1 = c1 + 1 (spec §2 table).
+# non-zeros. Kept positions: pos0 = c0, pos1 = c1 + 1 (docs/ops/sparse4to2_quant_matmul.md §2 table).
 _CODE_OF_MASK = np.array([
     0b0000,  # 0000: both kept values zero, positions 0, 1
     0b1000,  # 0001: positions 0, 3
@@ -65,7 +65,7 @@ def _cdiv(a, b):
 
 
 def storage_dims(n, k):
-    """(sparse storage dims, index storage dims) of a dense (n, k) weight (spec §2)."""
+    """(sparse storage dims, index storage dims) of a dense (n, k) weight (docs/ops/sparse4to2_quant_matmul.md §2)."""
     k1, n1 = _cdiv(k, 64), _cdiv(n, 16)
     return (k1, n1, 16, 32), (k1, n1, 16, 8)
 
@@ -125,7 +125,8 @@ def trans_sparse4to2_para(weight):
 
 
 def decompress(sparse, index, n, k):
-    """NZ kept values + index -> the dense int8 (n, k) weight the cube's sparse path multiplies (spec §2 decode)."""
+    """NZ kept values + index -> the dense int8 (n, k) weight the cube's sparse path multiplies
+    (docs/ops/sparse4to2_quant_matmul.md §2 decode)."""
     k1, n1 = sparse.shape[0], sparse.shape[1]
     n16 = n1 * 16
     kept = sparse.reshape(k1, n16, 32).transpose(1, 0, 2).reshape(n16, k1 * 16, 2)
@@ -156,7 +157,7 @@ def _check_codes(index, n, k):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# checks (aclnn_sparse4to2quant_matmul_weight_nz.cpp, spec §5)
+# checks (aclnn_sparse4to2quant_matmul_weight_nz.cpp, docs/ops/sparse4to2_quant_matmul.md §5)
 # --------------------------------------------------------------------------------------------------------------
 
 @dataclass
@@ -191,8 +192,8 @@ def _sparse_storage(sw, name, origin):
 
 def check(x, sparse_weight, index, x_scale, sparse_weight_scale, bias, out_dtype, out_shape, soc, origin=None,
           out=True):
-    """The aclnn checks in CANN's order (spec §5). ``out``: whether an out tensor was passed (the aclnn API's own
-    null check sits between index and xScale)."""
+    """The aclnn checks in CANN's order (docs/ops/sparse4to2_quant_matmul.md §5). ``out``: whether an out tensor was
+    passed (the aclnn API's own null check sits between index and xScale)."""
     for t, nm in ((x, "x"), (sparse_weight, "sparseWeight"), (index, "index"), (out, "out"), (x_scale, "xScale"),
                   (sparse_weight_scale, "sparseWeightScale")):
         if t is None:

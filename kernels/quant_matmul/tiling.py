@@ -1,4 +1,4 @@
-"""Host tiling of QuantBatchMatmulV3: base blocks, core split and the TilingData struct (spec §10).
+"""Host tiling of QuantBatchMatmulV3: base blocks, core split and the TilingData struct (docs/ops/quant_matmul.md §10).
 
 Struct: ``hicann/ops-nn: matmul/quant_batch_matmul_v3/op_kernel/quant_batch_matmul_v3_kernel_tiling_data.h``
 (``QuantBatchMatmulV3TilingData`` = ``QuantBatchMatmulV3Params`` + ``TCubeTiling`` + ``L2cacheTileParam`` +
@@ -37,7 +37,8 @@ BASIC_BLOCK_256 = 256
 BASIC_BLOCK_128 = 128
 PER_BLOCK_SIZE = 128
 BASEK_LIMIT = 4095
-L0A_PLACEHOLDER = 64 * 1024   # the 950 L0A size is not published (platforms.md §3.2): the A2 value is assumed
+# the 950 L0A size is not published (docs/device/platforms.md §3.2): the A2 value is assumed
+L0A_PLACEHOLDER = 64 * 1024
 _EPI_BYTES = 8                # UB bytes per element of the epilogue tile: the fp32 work tile + the cast result
 
 _BITS = {"int4": 4, "float4_e2m1": 4, "float4_e1m2": 4}

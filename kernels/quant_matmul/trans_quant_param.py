@@ -1,7 +1,8 @@
-"""The packed UINT64 quantisation parameter: npu_trans_quant_param / aclnnTransQuantParamV2 / V3 (spec §3.3).
+"""The packed UINT64 quantisation parameter: npu_trans_quant_param / aclnnTransQuantParamV2 / V3
+(docs/ops/quant_matmul.md §3.3).
 
 Word layout: bits 0..31 the fp32 scale reduced to FP19 (t19 truncation for round_mode 0, r19 RNE for round_mode 1,
-codecs.md §3.5), bits 37..45 the int9 offset (CAST_RINT then clamped to [-256, 255]), bit 46 always 1.
+docs/codecs.md §3.5), bits 37..45 the int9 offset (CAST_RINT then clamped to [-256, 255]), bit 46 always 1.
 Device kernel: ``hicann/ops-nn: quant/trans_quant_param_v2/op_kernel/trans_quant_param_v2.h``
 (``CalQuantPreScaleValue``, ``SetOffsetValue``); shapes: ``quant/trans_quant_param_v2/docs/aclnnTransQuantParamV2.md``
 (约束说明) and ``Ascend/op-plugin: op_plugin/ops/opapi/TransQuantParamKernelNpuOpApi.cpp``.
@@ -68,7 +69,8 @@ def check_shapes(scale, offset):
 
 
 def trans_quant_param(scale, offset=None, round_mode=0):
-    """numpy float32 scale (and offset) -> uint64 packed words (spec §3.3). Inputs already normalised."""
+    """numpy float32 scale (and offset) -> uint64 packed words (docs/ops/quant_matmul.md §3.3). Inputs already
+    normalised."""
     if scale is None:
         raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, "scale is None; pass a float32 array")
     if round_mode not in (0, 1):

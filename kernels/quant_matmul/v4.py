@@ -1,4 +1,4 @@
-"""QuantBatchMatmulV4 modes: host tiling and compute (spec quant_matmul.md §7.4, §7.7, §7.8, §10).
+"""QuantBatchMatmulV4 modes: host tiling and compute (docs/ops/quant_matmul.md §7.4, §7.7, §7.8, §10).
 
 Registered in ``api.V4_KERNELS`` (importing this module does it), so aclnnQuantMatmulV5 / WeightNz and
 npu_quant_matmul reach them after the checks. Implemented:
@@ -125,7 +125,7 @@ def _scale2d(op, transposed):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# int8 G-B (spec §7.4)
+# int8 G-B (docs/ops/quant_matmul.md §7.4)
 # --------------------------------------------------------------------------------------------------------------
 
 def compute_perblock(res, ops, sw, user_tiling=None, block_dim=None):
@@ -177,7 +177,7 @@ def compute_perblock(res, ops, sw, user_tiling=None, block_dim=None):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# A4W4 asymmetric K-G (spec §7.8)
+# A4W4 asymmetric K-G (docs/ops/quant_matmul.md §7.8)
 # --------------------------------------------------------------------------------------------------------------
 
 def compute_a4w4_asym(res, ops, sw, user_tiling=None, block_dim=None):
@@ -213,7 +213,7 @@ def compute_a4w4_asym(res, ops, sw, user_tiling=None, block_dim=None):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# A8W4 int "MSD" (spec §7.7)
+# A8W4 int "MSD" (docs/ops/quant_matmul.md §7.7)
 # --------------------------------------------------------------------------------------------------------------
 
 def msd_split(x):
@@ -260,7 +260,7 @@ def compute_msd(res, ops, sw, user_tiling=None, block_dim=None):
     out, report = _finish(ep, y, sw, s1, None, a.out.dtype, m, n)
     label = "A8W4-int MSD " + ("K-G" if per_group else "K-C")
     return out, _trace(res, tr, sw, label, ["fp16 workspace: Fixpipe fp32 -> fp16, fp16 atomic add per k group "
-                                                  "in ascending order (spec §7.7, Q8)"], report)
+                                                  "in ascending order (docs/ops/quant_matmul.md §7.7, Q8)"], report)
 
 
 def _no_user_tiling(compute):
@@ -282,7 +282,7 @@ def register(table):
 
 
 # --------------------------------------------------------------------------------------------------------------
-# A8W4 float on 950: T-CG (spec §7.6) and MxA8W4 (spec §7.5)
+# A8W4 float on 950: T-CG (docs/ops/quant_matmul.md §7.6) and MxA8W4 (docs/ops/quant_matmul.md §7.5)
 # --------------------------------------------------------------------------------------------------------------
 
 def _x2_nd(ops, a, sw):
@@ -321,7 +321,8 @@ def compute_a8w4_float(res, ops, sw, user_tiling=None, block_dim=None):
         acc = _float_cube(plan, a, ops["x1"], ops["x2"], ops, sw, ep, m, n, k, 1, notes).reshape(-1)
         bias = None if ops.get("bias") is None else operands.scale_values(ops["bias"]).reshape(-1)
         y, report = _finish(ep, acc, sw, None, bias, a.out.dtype, m, n)
-        notes.append("Blaze MatmulWithWeightQuantMx internals undocumented: the golden formula (spec §7.5, Q6)")
+        notes.append("Blaze MatmulWithWeightQuantMx internals undocumented: the golden formula "
+                     "(docs/ops/quant_matmul.md §7.5, Q6)")
         return y, _trace(res, tr, sw, "MxA8W4", notes, report)
     # T-CG: the AIV weight prologue, the fp8 cube, the Fixpipe yScale
     codes = np.ascontiguousarray(logical(_fp4_codes(ops["x2"], sw.fp4_nibble_order), a.transpose_x2)).reshape(-1)

@@ -1,4 +1,4 @@
-"""Per-core kernels of the QuantBatchMatmulV4 modes (spec quant_matmul.md §7.4, §7.7, §7.8, §10).
+"""Per-core kernels of the QuantBatchMatmulV4 modes (docs/ops/quant_matmul.md §7.4, §7.7, §7.8, §10).
 
 Each kernel is one k-group step (or the final combine) of a V4 mix kernel: ``for core in prange(block_dim)`` the
 core walks its base blocks ``core, core + blockDim, ...`` (kernel._block, the order of tiling.block_coords), read

@@ -1,4 +1,5 @@
-"""QuantBatchMatmulV4 host tiling: the V4 TilingData structs and the templates that fill them (spec §10).
+"""QuantBatchMatmulV4 host tiling: the V4 TilingData structs and the templates that fill them
+(docs/ops/quant_matmul.md §10).
 
 Which struct a V4 kernel reads (``GET_TILING_DATA_WITH_STRUCT`` / ``REGISTER_TILING_DEFAULT`` in
 ``hicann/ops-nn: matmul/quant_batch_matmul_v4/op_kernel/quant_batch_matmul_v4.cpp`` and ``.../arch35/
@@ -72,7 +73,8 @@ L1_TWO_BUFFER, L1_FOUR_BUFFER = 2, 4
 ORDER_N = 1
 PERBLOCK_MODE, PERGROUP_MODE = 1 << 4, 1 << 5      # optiling::BasicQuantMode
 GE_DTYPE = {"float16": 1, "bfloat16": 27}          # ge::DataType of y
-L1_PLACEHOLDER = 512 * 1024        # the 950 L1 size is not published (platforms.md §3.2): the A2 value is assumed
+# the 950 L1 size is not published (docs/device/platforms.md §3.2): the A2 value is assumed
+L1_PLACEHOLDER = 512 * 1024
 
 _BITS = {"int4": 4, "float4_e2m1": 4, "int8": 8, "float8_e4m3fn": 8, "float16": 16, "bfloat16": 16}
 

@@ -1,7 +1,7 @@
 """Front ends of SignBitsUnpack / SignBitsPack: torch_npu-style functions and the aclnn two-phase API.
 
-Call flow (design.md): normalise -> checks -> host tiling -> (user tiling) -> validate -> allocate -> launch ->
-convert back. Defaults: spec sign_bits.md §1 (soc ascend910b2, nan_bit 0, denormal_compare "ieee").
+Call flow (docs/contributing/layout.md): normalise -> checks -> host tiling -> (user tiling) -> validate -> allocate ->
+launch -> convert back. Defaults: docs/ops/sign_bits.md §1 (soc ascend910b2, nan_bit 0, denormal_compare "ieee").
 """
 
 import numpy as np
@@ -133,7 +133,7 @@ def npu_sign_bits_pack(x, size, *, soc=DEFAULT_SOC, nan_bit=0, denormal_compare=
     """torch_npu.npu_sign_bits_pack(x, size): float32/float16 1-D -> (size, ceil(N/8)/size) uint8.
 
     910B: bit = (x >= 0), LSB first, tail padded with -1.0 (0 bits). ``soc="ascend950pr"``: the arch35 kernel's
-    MSB-first, x < 0 encoding (spec sign_bits.md §3.9). Switches ``nan_bit`` (0), ``denormal_compare`` ("ieee").
+    MSB-first, x < 0 encoding (docs/ops/sign_bits.md §3.9). Switches ``nan_bit`` (0), ``denormal_compare`` ("ieee").
     """
     origin = Origin()
     xa = as_array(x, "x", origin=origin)

@@ -1,4 +1,4 @@
-"""CANN parameter checks of SignBitsUnpack / SignBitsPack (spec sign_bits.md §2.3, §3.3, §4).
+"""CANN parameter checks of SignBitsUnpack / SignBitsPack (docs/ops/sign_bits.md §2.3, §3.3, §4).
 
 aclnn order (first failure wins): null -> dtype/platform -> format -> value -> shape. numpy arrays are always ND,
 so the format step cannot fail here. The torch_npu checks (op-plugin) are a different, smaller set used by

@@ -1,4 +1,4 @@
-"""op_host tiling of SignBitsUnpack / SignBitsPack (spec sign_bits.md §2.5, §2.9, §3.4).
+"""op_host tiling of SignBitsUnpack / SignBitsPack (docs/ops/sign_bits.md §2.5, §2.9, §3.4).
 
 910B: hicann/ops-math experimental/math/sign_bits_unpack/op_host/sign_bits_unpack_tiling.cpp
 (CalculateCoreBlockNums) and experimental/math/sign_bits_pack/op_host/sign_bits_pack_tiling.cpp
@@ -152,7 +152,8 @@ def pack_tiling(n, in_dtype, *, soc="ascend910b2", core_num=None, ub_size=None):
         tileDataNum=tile, smallTailDataNum=small_tail, bigTailDataNum=big_tail, tailBlockNum=tail_block_num,
         usedDb=used_db, lastCopyLength=real_last, rightPaddingElemNums=right_pad, lastCalcLength=last_calc)
     notes = ()
-    need = buffer_num * tile * type_len + buffer_num * tile // 4      # input + output buffers (spec §3.4)
+    # input + output buffers (docs/ops/sign_bits.md §3.4)
+    need = buffer_num * tile * type_len + buffer_num * tile // 4
     if need > ub:
         # CANN only checks ubSize != 0 (GetPlatformInfo); the launch's UB check then refuses this tiling (561002).
         notes = (f"the 910B SignBitsPack host tiling does not size its tiles by the UB (CANN fetches ubSize and "
@@ -167,7 +168,8 @@ def pack_tiling(n, in_dtype, *, soc="ascend910b2", core_num=None, ub_size=None):
 
 @dataclass(frozen=True)
 class SignBitsUnpackTilingData950(TilingData):
-    """math/sign_bits_unpack/op_kernel/arch35 tiling struct: four uint64_t then two uint32_t (spec §2.9)."""
+    """math/sign_bits_unpack/op_kernel/arch35 tiling struct: four uint64_t then two uint32_t
+    (docs/ops/sign_bits.md §2.9)."""
 
     totalNum: int
     blockFactor: int
@@ -182,7 +184,7 @@ class SignBitsUnpackTilingData950(TilingData):
 @dataclass(frozen=True)
 class SignBitsPackTilingData950(TilingData):
     """An npu-emu decomposition of the arch35 pack kernel's work (the source's per-core split is not transcribed,
-    spec sign_bits.md §3.9): 256-element slots, ``slotsPerCore`` consecutive slots per core, ``slotsPerTile`` per
+    docs/ops/sign_bits.md §3.9): 256-element slots, ``slotsPerCore`` consecutive slots per core, ``slotsPerTile`` per
     UB pass. Values do not depend on it."""
 
     totalNum: int
@@ -196,7 +198,7 @@ PACK950_SLOT = 256
 
 
 def unpack_tiling_950(n, out_dtype, *, soc="ascend950pr", core_num=None, ub_size=None, size=1):
-    """math/sign_bits_unpack/op_host/arch35/sign_bits_unpack_tiling_arch35.cpp (spec §2.9)."""
+    """math/sign_bits_unpack/op_host/arch35/sign_bits_unpack_tiling_arch35.cpp (docs/ops/sign_bits.md §2.9)."""
     if n <= 0:
         raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR, "the tiling needs at least one input byte")
     plat = platforms.get(soc).override(core_num=core_num, ub_size=ub_size)

@@ -6,7 +6,7 @@ No rounding rule is written here: every inexact step calls a codec (``f32_to_f16
 
 Sources: ``cannmirror/asc-devkit: docs/zh/api/SIMD-API/基础API/Memory矢量计算/类型转换/Cast.md`` (supported pairs and
 modes per SoC), ``.../数据结构/precision_conversion.md`` (rounding rules, "溢出默认按照饱和模式处理"),
-``.../Reg矢量计算/类型转换/Cast.md`` 表4 (saturating / non-saturating behaviour per conversion class); spec
+``.../Reg矢量计算/类型转换/Cast.md`` 表4 (saturating / non-saturating behaviour per conversion class);
 docs/codecs.md §2, §3, §9, §10.
 """
 

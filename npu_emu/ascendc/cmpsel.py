@@ -1,8 +1,9 @@
 """Compare, CompareScalar (Compares) and Select: bit masks in UB.
 
 Bit layout (both directions): the mask is a byte stream; element i is bit ``i % 8`` of byte ``i // 8``
-(LSB-first, ``np.packbits(..., bitorder='little')``). Compare: "dst按照小端顺序排序成二进制结果"; docs/ops/sign_bits.md §1a.
-A selMask of uint16 / uint32 / uint64 words is the same little-endian stream read word by word.
+(LSB-first, ``np.packbits(..., bitorder='little')``). Compare: "dst按照小端顺序排序成二进制结果";
+docs/ops/sign_bits.md §1a. A selMask of uint16 / uint32 / uint64 words is the same little-endian stream read word by
+word.
 
 Sources: ``cannmirror/asc-devkit: docs/zh/api/SIMD-API/基础API/Memory矢量计算/比较与选择/Select.md``,
 ``Compare.md``, ``Compares.md``; ``impl/basic_api/dav_c220/kernel_operator_vec_cmp_impl.h`` (CompareCompute /
@@ -49,7 +50,8 @@ def _cmp(a, b, cmpMode):
 @njit(**_JIT)
 def _cmp_elem(a, b, cmpMode, dtype, ftz):
     """IEEE comparison in the format ``dtype``: ordered for LT..GE and EQ (NaN gives 0), unordered NE (NaN gives
-    1), -0 == +0. ``ftz`` compares subnormals as zeros of the same sign (docs/ops/sign_bits.md switch denormal_compare)."""
+    1), -0 == +0. ``ftz`` compares subnormals as zeros of the same sign (docs/ops/sign_bits.md switch
+    denormal_compare)."""
     if is_half_like(dtype):
         ha = np.uint16(a)
         hb = np.uint16(b)

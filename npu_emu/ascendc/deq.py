@@ -1,10 +1,10 @@
 """Enhanced DataCopy CO1 (L0C) -> CO2 (UB) with on-the-fly dequantisation (docs/ops/data_copy_dequant.md).
 
 Ascend C: ``DataCopy(dst, src, DataCopyParams, DataCopyEnhancedParams)`` on the Atlas inference AI Core (310P,
-dav-m200; the Atlas training dav-c100 header has the same code). The hardware semantics are closed; the spec
+dav-m200; the Atlas training dav-c100 header has the same code). The hardware semantics are closed; npu-emu
 reconstructs them from the API implementation (``cannmirror/asc-devkit:
 impl/basic_api/dav_m200/kernel_operator_data_copy_impl.h``), Huawei's docs and golden scripts. Disputed points are
-keyword switches (docs/conventions.md §3.1) with the spec defaults.
+keyword switches (docs/conventions.md §3.1) with the documented defaults.
 
 Public pieces:
 * enums ``BlockMode``, ``DeqScale``, ``pad_t``, ``ConvRelu_t`` and their members as module constants;
@@ -359,7 +359,8 @@ def check_deq_tensor_addr(addr):
 
 class DeqVector:
     """The 16 deq words of one VDEQ8 / VDEQ16 burst: 128 little-endian bytes at UB address deqTensorAddr + 128*b
-    (§3.3); an element in column c (c = n % 16) uses entry c. All entries must share the MCB bit."""
+    (docs/ops/data_copy_dequant.md §3.3); an element in column c (c = n % 16) uses entry c. All entries must share the
+    MCB bit."""
 
     __slots__ = ("_words",)
 
@@ -521,7 +522,8 @@ def _dtype_name(d, what):
 
 
 def _select_kind(src, dst, enhanced):
-    """(kernel kind, crMode) for the (src, dst, deqScale, isRelu) combination (§1.2), or an AclnnError."""
+    """(kernel kind, crMode) for the (src, dst, deqScale, isRelu) combination (docs/ops/data_copy_dequant.md §1.2), or
+    an AclnnError."""
     ds = enhanced.deqScale
     relu = enhanced.isRelu
     pair = f"{src} -> {dst}"
@@ -532,7 +534,8 @@ def _select_kind(src, dst, enhanced):
                       f"supported pairs are same-type, float -> half and int32 -> int8/uint8/int16/half")
     if ds in (DeqScale.DEQ, DeqScale.VDEQ) and (src, dst) in (("float16", "float16"), ("int32", "float16")):
         raise invalid(f"deqScale={ds.name} ({pair}, half-M scaling) is not emulated: the older docs mark it "
-                      f"'当前暂不支持' and its arithmetic is unverified (docs/ops/data_copy_dequant.md §1.2 [L]); use DEQ16/VDEQ16")
+                      f"'当前暂不支持' and its arithmetic is unverified "
+                      f"(docs/ops/data_copy_dequant.md §1.2 [L]); use DEQ16/VDEQ16")
     if src == dst:
         if src == "uint32":
             return k.K_COPY, ConvRelu_t.CRMODE_NONE  # the uint32 overload ignores isRelu

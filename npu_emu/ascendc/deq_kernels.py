@@ -202,7 +202,7 @@ def relu_f16_bits(h):
     return h
 
 
-# ---- the instruction: one DataCopy CO1 -> CO2 (§5, §7) ---------------------------------------------------------
+# ---- the instruction: one DataCopy CO1 -> CO2 (docs/ops/data_copy_dequant.md §5, §7) ------------------------------
 
 @njit(**_JIT)
 def l0c_to_ub_kernel(dst8, dst16, dst32, src16, src32, words, burst_words, m, kind, relu, block_count, block_len,

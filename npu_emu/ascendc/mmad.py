@@ -1,6 +1,7 @@
 """Mmad: the cube matrix multiply-accumulate L0A x L0B -> L0C, with the fractal layouts of the buffers.
 
-Layouts (docs/ops/data_copy_dequant.md §6; ``cannmirror/asc-devkit: docs/zh/api/SIMD-API/基础API/矩阵计算（ISASI）/Mmad计算/
+Layouts (docs/ops/data_copy_dequant.md §6; ``cannmirror/asc-devkit:
+docs/zh/api/SIMD-API/基础API/矩阵计算（ISASI）/Mmad计算/
 Mmad.md`` 表1/表2), with K0 = 32 bytes / sizeof(input) (32 for int8 / fp8 / HiF8, 16 for half / bf16, 8 for
 float32, 64 for packed int4), M1 = ceil(m/16), N1 = ceil(n/16), K1 = ceil(k/K0):
 
@@ -20,8 +21,8 @@ Arithmetic:
   summed in int64, the total is stored modulo 2^32).
 * half / bf16 / float32 / FP8 (e4m3fn, e5m2, mixed) / HiF8 -> float32: every product is exact in float64 (at most
   2 x 24 significand bits); the sum runs in float64 in increasing k starting from the initial C value, and is
-  rounded to float32 once. The device's summation order inside the cube is not public (docs/ops/quant_matmul.md §7.9): this
-  is the simple reference path, exact whenever the float64 sum is exact (e.g. FP8 / HiF8 products, short k); the
+  rounded to float32 once. The device's summation order inside the cube is not public (docs/ops/quant_matmul.md §7.9):
+  this is the simple reference path, exact whenever the float64 sum is exact (e.g. FP8 / HiF8 products, short k); the
   quant-matmul kernels choose their own ``float_accum`` model.
 
 Initial value of C (``MmadParams``): ``bias`` given -> C = bias[j] broadcast over the rows (the Mmad overload with a

@@ -12,9 +12,9 @@ view: the emulator never writes outside a view). Element formats (``dtype`` argu
   be innocuous, so the result is the correctly rounded half / bf16 result), Inf/NaN mode (no saturation; Reg
   ``Mul.md``: "输出结果为不饱和模式").
 
-``ftz=True`` models the ``fp16_subnormal="flush"`` / ``ftz`` switches of the op specs (docs/ops/gather_dequant_int8.md §0,
-docs/ops/mx_quant.md §9): subnormal operands are read as zeros of the same sign and subnormal results become signed zeros.
-Default ``False``: IEEE gradual underflow.
+``ftz=True`` models the ``fp16_subnormal="flush"`` / ``ftz`` switches of the op pages
+(docs/ops/gather_dequant_int8.md §0, docs/ops/mx_quant.md §9): subnormal operands are read as zeros of the same sign
+and subnormal results become signed zeros. Default ``False``: IEEE gradual underflow.
 
 Structure (compile time): the public functions are tiny ``inline='always'`` dispatchers; with a constant ``dtype``
 numba keeps one call, to a loop function compiled once per signature and cached on disk (inlining the codecs into
@@ -196,8 +196,9 @@ def Max(dst, src0, src1, count, dtype=DT_AUTO, nan_propagate=True):
     """AscendC::Max(dst, src0, src1, count): element-wise maximum (``Max.md``).
 
     Floats: max(-0, +0) = +0 (Reg ``Max.md`` 约束说明). NaN handling is not documented; default: a NaN operand
-    gives NaN (the ``nan_in_max="propagate"`` default of docs/ops/mx_quant.md §9, [HW-unverified]); ``nan_propagate=False``
-    returns the other operand (``"ignore"``). Half / bf16 results are one operand's bits, unchanged.
+    gives NaN (the ``nan_in_max="propagate"`` default of docs/ops/mx_quant.md §9, [HW-unverified]);
+    ``nan_propagate=False`` returns the other operand (``"ignore"``). Half / bf16 results are one operand's bits,
+    unchanged.
     """
     n = min(count, len(dst), len(src0), len(src1))
     if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
@@ -224,8 +225,8 @@ def Min(dst, src0, src1, count, dtype=DT_AUTO, nan_propagate=True):
 def Adds(dst, src, scalarValue, count, dtype=DT_AUTO, ftz=False):
     """AscendC::Adds(dst, src, scalarValue, count): dst[i] = src[i] + scalarValue (``Adds.md``).
 
-    The scalar has the element type (half: uint16 bits). GatherDequantInt8 uses the half form (docs/ops/gather_dequant_int8.md
-    §3.3: ``Adds(calc, calc, negZ, E)``, one fp16 rounding).
+    The scalar has the element type (half: uint16 bits). GatherDequantInt8 uses the half form
+    (docs/ops/gather_dequant_int8.md §3.3: ``Adds(calc, calc, negZ, E)``, one fp16 rounding).
     """
     n = min(count, len(dst), len(src))
     if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)

@@ -1,10 +1,10 @@
 """Plain-numpy reference for the enhanced DataCopy CO1 -> CO2 with dequantisation.
 
-Written from the spec alone (docs/ops/data_copy_dequant.md §3 bit fields, §4 per-element arithmetic, §5 geometry), vectorised
-with int64 / float32 / float64 numpy and numpy float16 for the half cast. It deliberately shares no code with the
-njit implementation (npu_emu.ascendc.deq*) or the njit codecs (npu_emu.dtypes.scalar): tests compare the two.
+Written from the op page alone (docs/ops/data_copy_dequant.md §3 bit fields, §4 per-element arithmetic, §5 geometry),
+vectorised with int64 / float32 / float64 numpy and numpy float16 for the half cast. It deliberately shares no code with
+the njit implementation (npu_emu.ascendc.deq*) or the njit codecs (npu_emu.dtypes.scalar): tests compare the two.
 
-Every function takes the data_copy_deq switches as keywords with the spec defaults (docs/conventions.md §3.1).
+Every function takes the data_copy_deq switches as keywords with the documented defaults (docs/conventions.md §3.1).
 """
 
 import numpy as np
@@ -168,7 +168,7 @@ def data_copy_dequant(acc, deq_value, *, mode="DEQ8", is_relu=False, **switches)
     raise ValueError(f"mode {mode!r}")
 
 
-# ---- geometry (§5.2) -------------------------------------------------------------------------------------------
+# ---- geometry (docs/ops/data_copy_dequant.md §5.2) ----------------------------------------------------------------
 
 def l0c_to_ub(dst_ub, dst_addr, src_l0c, src_addr, src_dtype, dst_dtype, convert, *, block_count, block_len,
               src_stride, dst_stride, vector, sid=2, sid0_half="low", vector_src_layout="slot"):

@@ -5,7 +5,8 @@ Never calls the kernel, the instruction layer or the njit codecs: each device st
 fp16 roundings of the device (Adds, then Muls) are two numpy operations.
 
 The data generator reproduces the sample's test/gen_data.py recipe (hicann/cann-recipes-harmony-infer:
-ops/ascendc/src/gather_dequant_int8_custom/test/gen_data.py), numpy legacy RNG, as described in docs/ops/gather_dequant_int8.md §2.2.
+ops/ascendc/src/gather_dequant_int8_custom/test/gen_data.py), numpy legacy RNG, as described in
+docs/ops/gather_dequant_int8.md §2.2.
 """
 
 import numpy as np
@@ -20,7 +21,8 @@ _EXP = np.uint16(0x7C00)
 
 
 def _flush(h):
-    """fp16 subnormal -> zero of the same sign (the ``fp16_subnormal="flush"`` reading of docs/ops/gather_dequant_int8.md §0)."""
+    """fp16 subnormal -> zero of the same sign (the ``fp16_subnormal="flush"`` reading of
+    docs/ops/gather_dequant_int8.md §0)."""
     bits = h.view(np.uint16)
     sub = ((bits & _EXP) == 0) & ((bits & ~_SIGN) != 0)
     return np.where(sub, bits & _SIGN, bits).astype(np.uint16).view(np.float16)
@@ -54,7 +56,8 @@ def gather_dequant_int8(table, indices, scale, zero_point, *, fp16_subnormal="ke
 
 
 def quantize_embedding(weight):
-    """Per-row asymmetric uint8 quantisation of docs/ops/gather_dequant_int8.md §2.2 -> (q uint8 [V, E], scale f16 [V], zero_point f16 [V]).
+    """Per-row asymmetric uint8 quantisation of docs/ops/gather_dequant_int8.md §2.2 -> (q uint8 [V, E], scale f16 [V],
+    zero_point f16 [V]).
 
     In float64: scale = (max - min) / 255 (0 -> 1e-8), zp = -min / scale, q = clip(rint(w / scale + zp), 0, 255).
     """

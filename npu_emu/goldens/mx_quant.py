@@ -3,10 +3,10 @@
 Never calls the kernels, the instruction layer or the njit codecs. Scales are integer codes computed from exponent
 fields (never a float -> E8M0 cast); elements are one float32 multiply by the power-of-two reciprocal (numpy float32
 arithmetic is IEEE, subnormals kept), then FP8 through ml_dtypes after clipping to the format maximum with NaN
-replaced by 0 (the oracle recipe of docs/ops/mx_quant.md §6) and FP4 through the value-grid rounding of docs/ops/mx_quant.md §4.5
+replaced by 0 (the oracle recipe of docs/ops/mx_quant.md §6) and FP4 through the value-grid rounding of §4.5
 implemented here with float64 arithmetic.
 
-Where the spec is silent the kernel sources decide (each point says so):
+Where the documented semantics are silent the kernel sources decide (each point says so):
 * the element product is an FP32 multiply (``mx_quant_common.h`` ``ComputeData``), not an exact float64 product: for
   FP4 ``floor`` a negative product that underflows FP32 gives -0 (code 0x8), not -0.5;
 * DynamicMxQuant multiplies BF16 inputs by the reciprocal in BF16 (``dynamic_mx_quant_tail_axis.h``
@@ -104,7 +104,8 @@ def _dst_type_max_class(dst, dst_type_max, op):
 # ---------------------------------------------------------------------------------------------------------------
 
 def _exponent_fields(xf, bits, x_dtype):
-    """Biased exponent of each element viewed as BF16 (FP32 input: its own exponent field), docs/ops/mx_quant.md §3.4 / §4.2."""
+    """Biased exponent of each element viewed as BF16 (FP32 input: its own exponent field),
+    docs/ops/mx_quant.md §3.4 / §4.2."""
     if x_dtype == "bfloat16":
         return ((bits >> 7) & 0xFF).astype(np.int64)
     if x_dtype == "float32":
@@ -240,7 +241,8 @@ def scaled_values(xf, recip, *, x_dtype, op, ftz=False):
 
 
 def encode_fp8(v, dst):
-    """RINT + SAT: NaN -> +0, |v| beyond the maximum -> +-max, signed zero kept (oracle recipe of docs/ops/mx_quant.md §6)."""
+    """RINT + SAT: NaN -> +0, |v| beyond the maximum -> +-max, signed zero kept (oracle recipe of
+    docs/ops/mx_quant.md §6)."""
     v = np.asarray(v, np.float32)
     mx = np.float32(ELEM_MAX[dst])
     c = np.clip(np.where(np.isnan(v), np.float32(0), v), -mx, mx)
@@ -258,7 +260,8 @@ def _round_integral(t, round_mode):
 
 
 def encode_fp4(v, dst, round_mode):
-    """Value-grid rounding of docs/ops/mx_quant.md §4.5 / docs/codecs.md §7.3; codes in the low nibble, saturating, NaN -> 0x0."""
+    """Value-grid rounding of docs/ops/mx_quant.md §4.5 / docs/codecs.md §7.3; codes in the low nibble, saturating,
+    NaN -> 0x0."""
     v = np.asarray(v, np.float32).astype(np.float64)
     nan = np.isnan(v)
     v = np.where(nan, 0.0, v)

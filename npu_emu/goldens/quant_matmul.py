@@ -1,4 +1,4 @@
-"""Independent numpy golden of the quantised matmul family (QuantBatchMatmulV3 modes), written from spec
+"""Independent numpy golden of the quantised matmul family (QuantBatchMatmulV3 modes), written from
 docs/ops/quant_matmul.md §3.3 and §7 - never from the kernels, the instruction layer or the njit codecs.
 
 Deliberately simple: integer products in int64 numpy; epilogues step by step in numpy float32 (each numpy
@@ -401,8 +401,8 @@ def a4w4_pergroup_asym(x1, x2, x1_scale, x2_scale, x2_offset, *, out_dtype="bflo
 
 def a8w4_msd(x1, w, x2_scale_words, y_offset, x1_scale, *, out_dtype="bfloat16", group_k=256,
              fixpipe_round="rne", cast_overflow="inf"):
-    """int8 x int4 "MSD" on A2/A3 (docs/ops/quant_matmul.md §7.7). x1 (m, k) int8; w (k, n) int4 values; x2_scale_words U64 (G, n) for
-    K-G (group_k) or (n,) for K-C (one group of k); y_offset (n,) float32; x1_scale (m,) or (m, 1).
+    """int8 x int4 "MSD" on A2/A3 (docs/ops/quant_matmul.md §7.7). x1 (m, k) int8; w (k, n) int4 values; x2_scale_words
+    U64 (G, n) for K-G (group_k) or (n,) for K-C (one group of k); y_offset (n,) float32; x1_scale (m,) or (m, 1).
 
     hi = floor(x/16), lo = (x mod 16) − 8; per group H_g = fp16(f32(f32(hi@W_g)·s)) and H = fp16(H + H_g)
     (fp16 atomic add, groups in ascending order, workspace zeroed first); likewise L; then
@@ -483,7 +483,8 @@ def sparse4to2_decompress(sparse, index, n, k):
 
 
 def sparse4to2_quant_matmul(x, weight_dense, x_scale, weight_scale, bias=None, cast_overflow="inf"):
-    """bf16(f32(f32(f32(acc)·sws[n])·xs[m]) + f32(bias[n])) with acc = x @ Wᵀ in int64 (docs/ops/quant_matmul.md §3)."""
+    """bf16(f32(f32(f32(acc)·sws[n])·xs[m]) + f32(bias[n])) with acc = x @ Wᵀ in int64
+    (docs/ops/quant_matmul.md §3)."""
     acc = np.asarray(x).astype(np.int64) @ np.asarray(weight_dense).astype(np.int64).T
     with np.errstate(over="ignore"):
         return _sparse_epilogue(acc, x_scale, weight_scale, bias, cast_overflow)
@@ -499,9 +500,9 @@ def _sparse_epilogue(acc, x_scale, weight_scale, bias, cast_overflow):
 
 def t_cg(x1, x2, x2_scale, y_scale_words, *, out_dtype, float_accum="exact", base_k=128, tcg_fp8_overflow="nan",
          fixpipe_round="rne", cast_overflow="inf"):
-    """fp8-e4m3 x fp4 with per-(column, 32-group) weight scales (docs/ops/quant_matmul.md §7.6). x1 (m, k) float8_e4m3fn; x2 (k, n)
-    exact fp4 values; x2_scale (n, ⌈k/32⌉) as bfloat16 or float16 (its dtype is the multiply's dtype);
-    y_scale_words U64 (n,) or (1, n)."""
+    """fp8-e4m3 x fp4 with per-(column, 32-group) weight scales (docs/ops/quant_matmul.md §7.6). x1 (m, k)
+    float8_e4m3fn; x2 (k, n) exact fp4 values; x2_scale (n, ⌈k/32⌉) as bfloat16 or float16 (its dtype is the
+    multiply's dtype); y_scale_words U64 (n,) or (1, n)."""
     a = np.asarray(x1).astype(np.float64)
     w1 = np.asarray(x2).astype(np.float32)
     k, n = w1.shape

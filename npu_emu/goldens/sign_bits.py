@@ -1,4 +1,5 @@
-"""Plain-numpy references for SignBitsUnpack / SignBitsPack, written from docs/ops/sign_bits.md §1a, §2.1, §3.1, §3.9.
+"""Plain-numpy references for SignBitsUnpack / SignBitsPack, written from
+docs/ops/sign_bits.md §1a, §2.1, §3.1, §3.9.
 
 Never calls the kernels: np.unpackbits / np.packbits and value comparisons only.
 """

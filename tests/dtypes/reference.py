@@ -1,6 +1,6 @@
 """Independent slow references for the codec tests (loaded by conftest.py as ``dtypes_reference``).
 
-Written from codecs.md in value space, sharing nothing with ``npu_emu.dtypes.scalar``: the value grids come from
+Written from docs/codecs.md in value space, sharing nothing with ``npu_emu.dtypes.scalar``: the value grids come from
 ml_dtypes / en_dtypes / numpy decoding, rounding is a search on the sorted grid with the §2.2 rules applied to
 float64 values (exact for every input here: float32/float64 inputs and grid midpoints have at most 25 significant
 bits), HYBRID is a field-by-field transcription of the ISA pseudo-code (cannmirror/asc-devkit:
@@ -44,7 +44,7 @@ BINARY = {
 
 
 def round_index(a, grid, sentinel, mode, neg):
-    """Index of the rounded magnitude on grid + [sentinel] for finite magnitudes a < sentinel (codecs.md §2.2).
+    """Index of the rounded magnitude on grid + [sentinel] for finite magnitudes a < sentinel (docs/codecs.md §2.2).
     Parity of the index is the parity of the code's mantissa LSB (rint ties, odd)."""
     ext = np.append(grid, sentinel)
     j = np.searchsorted(ext, a, side="right") - 1  # ext[j] <= a < ext[j + 1]
@@ -242,7 +242,7 @@ def hybrid_f16(bits, sat=False, script=False, raw_subnormal=False):
 
 def encode_e8m0(v):
     """Hardware truncation: floor(log2|v|) + 127, clamped to 0 below 2^-126 (bf16 subnormals), Inf -> 0xFE,
-    NaN -> 0xFF, zero -> 0x00 (codecs.md §6.2)."""
+    NaN -> 0xFF, zero -> 0x00 (docs/codecs.md §6.2)."""
     v = np.asarray(v, np.float64)
     a = np.abs(v)
     with np.errstate(all="ignore"):

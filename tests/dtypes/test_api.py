@@ -1,5 +1,5 @@
 """The numpy-level API: format resolution, argument validation (AclnnError before any njit call), shapes and dtypes,
-FP4 packing, and the aclnnCast chains of codecs.md §10."""
+FP4 packing, and the aclnnCast chains of docs/codecs.md §10."""
 
 import en_dtypes
 import ml_dtypes
@@ -36,7 +36,7 @@ def _raises(status, *words):
 
 
 def test_resolve_format_names_codes_dtypes():
-    # aclDataType 34..41 in NAMES order (spec README §5)
+    # aclDataType 34..41 in NAMES order (docs/conventions.md §5)
     for code, name in enumerate(NAMES, start=34):
         assert D.resolve_format(name) == name
         assert D.resolve_format(code) == name
@@ -80,7 +80,7 @@ def test_round_mode_spellings():
     want = D.encode(x, "float4_e2m1", round_mode="ceil")
     assert np.array_equal(D.encode(x, "float4_e2m1", round_mode=D.CAST_CEIL), want)
     assert np.array_equal(D.encode(x, "float4_e2m1", round_mode=" CEIL "), want)
-    # CAST_NONE behaves as RINT where RINT is allowed (codecs.md §2.1)
+    # CAST_NONE behaves as RINT where RINT is allowed (docs/codecs.md §2.1)
     assert np.array_equal(D.encode(x, "float4_e2m1", round_mode="none"), D.encode(x, "float4_e2m1"))
     assert np.array_equal(D.encode(x, 36, round_mode=0), D.encode(x, "float8_e4m3fn"))
     with _raises(161002, "'round', 'hybrid'"):
@@ -169,7 +169,7 @@ def test_shapes_layouts_and_out():
 def test_pack_unpack_fp4():
     codes = np.array([[1, 2, 3, 4], [0xF, 0x0, 0x8, 0x7]], np.uint8)
     packed = D.pack_fp4(codes)
-    assert packed.tolist() == [[0x21, 0x43], [0x0F, 0x78]]  # element 2i in the low nibble (codecs.md §7.2)
+    assert packed.tolist() == [[0x21, 0x43], [0x0F, 0x78]]  # element 2i in the low nibble (docs/codecs.md §7.2)
     hf = D.pack_fp4(codes, fp4_nibble_order="high_first")
     assert hf.tolist() == [[0x12, 0x34], [0xF0, 0x87]]
     assert np.array_equal(D.unpack_fp4(packed, 4), codes)
@@ -195,7 +195,7 @@ def test_pack_unpack_fp4():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# aclnnCast chains (codecs.md §10)
+# aclnnCast chains (docs/codecs.md §10)
 
 
 def _vals():

@@ -1,4 +1,5 @@
-"""Decoding every code: against the spec tables (codecs.md §4.4, §5.1, §6.1, §7.1) and against ml_dtypes/en_dtypes."""
+"""Decoding every code: against the tables of docs/codecs.md §4.4, §5.1, §6.1, §7.1 and against
+ml_dtypes/en_dtypes."""
 
 import math
 
@@ -16,7 +17,7 @@ from npu_emu.dtypes import scalar as S
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning",
                                         "ignore:overflow encountered in cast:RuntimeWarning")
 
-# codecs.md §4.4 (HiF8) and §5.1 (E4M3FN, E5M2), copied cell by cell: row = high nibble, 16 columns = low nibble.
+# docs/codecs.md §4.4 (HiF8) and §5.1 (E4M3FN, E5M2), copied cell by cell: row = high nibble, 16 columns = low nibble.
 HIF8_TABLE = {
     '0_': '0 | 2^-22 | 2^-21 | 2^-20 | 2^-19 | 2^-18 | 2^-17 | 2^-16 | 1 | 1.125 | 1.25 | 1.375 | 1.5 | 1.625 | 1.75 | 1.875',
     '1_': '2 | 2.25 | 2.5 | 2.75 | 3 | 3.25 | 3.5 | 3.75 | 0.5 | 0.5625 | 0.625 | 0.6875 | 0.75 | 0.8125 | 0.875 | 0.9375',
@@ -47,7 +48,7 @@ E5M2_TABLE = {
     '6_': '512 | 640 | 768 | 896 | 1024 | 1280 | 1536 | 1792 | 2048 | 2560 | 3072 | 3584 | 4096 | 5120 | 6144 | 7168',
     '7_': '8192 | 10240 | 12288 | 14336 | 16384 | 20480 | 24576 | 28672 | 32768 | 40960 | 49152 | 57344 | +Inf | NaN | NaN | NaN',
 }
-# codecs.md §7.1: bf16 bits of the 8 positive FP4 codes (from asc-devkit Fp4e2m1ToBf16 / Fp4e1m2ToBf16)
+# docs/codecs.md §7.1: bf16 bits of the 8 positive FP4 codes (from asc-devkit Fp4e2m1ToBf16 / Fp4e1m2ToBf16)
 FP4_BF16_BITS = {
     "float4_e2m1": [0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0],
     "float4_e1m2": [0x0000, 0x3E80, 0x3F00, 0x3F40, 0x3F80, 0x3FA0, 0x3FC0, 0x3FE0],
@@ -68,7 +69,7 @@ def _positive(table):
 
 
 def _spec_values(fmt):
-    """All 256 values of a table: negatives are the mirror image (codecs.md §4.4 / §5.1)."""
+    """All 256 values of a table: negatives are the mirror image (docs/codecs.md §4.4 / §5.1)."""
     pos = _positive({"hifloat8": HIF8_TABLE, "float8_e4m3fn": E4M3_TABLE, "float8_e5m2": E5M2_TABLE}[fmt])
     vals = pos + [-v for v in pos]
     if fmt == "hifloat8":
@@ -96,7 +97,7 @@ def test_decode_matches_spec_table(fmt):
 
 
 def test_hif8_spot_values():
-    # codecs.md §4.4 "Spot values"
+    # docs/codecs.md §4.4 "Spot values"
     spots = {0x08: 1.0, 0x09: 1.125, 0x0F: 1.875, 0x10: 2, 0x12: 2.5, 0x18: 0.5, 0x20: 4, 0x28: 8, 0x30: 0.25,
              0x38: 0.125, 0x3F: 0.234375, 0x40: 16, 0x48: 64, 0x5F: 0.013671875, 0x60: 256, 0x6E: 32768,
              0x7F: 4.57763671875e-05, 0x88: -1.0, 0xEE: -32768, 0x01: 2.0 ** -22, 0x07: 2.0 ** -16}
@@ -137,7 +138,7 @@ def test_fp4_decode_matches_spec_bf16_bits(fmt):
 
 
 def test_e8m0_decode_and_zero_switch():
-    # codecs.md §13.6 "Decode": 00 -> 2^-127, 7f -> 1, 80 -> 2, fe -> 2^127, ff -> NaN; §6.1 switch e8m0_zero
+    # docs/codecs.md §13.6 "Decode": 00 -> 2^-127, 7f -> 1, 80 -> 2, fe -> 2^127, ff -> NaN; §6.1 switch e8m0_zero
     codes = np.array([0x00, 0x7F, 0x80, 0xFE, 0xFF], np.uint8)
     assert_same_f32(D.decode(codes, "float8_e8m0"), np.array([2.0 ** -127, 1, 2, 2.0 ** 127, np.nan], np.float32))
     assert_same_f32(D.decode(codes, 37, e8m0_zero="zero"), np.array([0, 1, 2, 2.0 ** 127, np.nan], np.float32))
@@ -171,7 +172,7 @@ def test_scalar_decoders_match_array_decode(zero_is_zero):
 
 @pytest.mark.parametrize("fmt", ["hifloat8", "float8_e4m3fn", "float8_e5m2", "float4_e2m1", "float4_e1m2"])
 def test_decode_is_exact_in_fp16_and_bf16(fmt):
-    # codecs.md §11 last bullet (FP4 also, §7.1): every value converts to fp16 and bf16 without loss
+    # docs/codecs.md §11 last bullet (FP4 also, §7.1): every value converts to fp16 and bf16 without loss
     n = 16 if fmt.startswith("float4") else 256
     v = D.decode(np.arange(n, dtype=np.uint8), fmt)
     for t in (np.float16, ml_dtypes.bfloat16):

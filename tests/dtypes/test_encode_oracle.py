@@ -1,7 +1,8 @@
-"""RNE / TA encoders against ml_dtypes, en_dtypes and numpy (codecs.md §12): every float16 and bfloat16 bit pattern,
-2^24 random float32 bit patterns (fixed seed) and dense sweeps around every grid value and midpoint of each format.
+"""RNE / TA encoders against ml_dtypes, en_dtypes and numpy (docs/codecs.md §12): every float16 and bfloat16 bit
+pattern, 2^24 random float32 bit patterns (fixed seed) and dense sweeps around every grid value and midpoint of each
+format.
 
-Oracle differences handled as codecs.md §12 prescribes: NaN bytes are compared as "is NaN with the input's sign"
+Oracle differences handled as docs/codecs.md §12 prescribes: NaN bytes are compared as "is NaN with the input's sign"
 (except HiF8, whose only NaN is 0x80); saturation is emulated by clipping to ±max (NaN -> 0 first, or kept for
 ``sat_keep_nan``) because ml_dtypes/en_dtypes never saturate; ml_dtypes' FP4 NaN sign is ignored.
 """
@@ -103,7 +104,7 @@ def _check(v, fmt, variant):
     mine = _mine(v, fmt, **kw)
     ref = _oracle_codes(w, fmt)
     if fmt == "float4_e2m1":
-        ref = np.where(np.isnan(v), 0, ref)  # ml_dtypes' sign there is an artefact (codecs.md §12)
+        ref = np.where(np.isnan(v), 0, ref)  # ml_dtypes' sign there is an artefact (docs/codecs.md §12)
     R.check_codes(mine, ref, v, _is_nan(mine, fmt), sign_bit, f"{fmt} {variant}")
 
 
@@ -127,14 +128,14 @@ def test_encode_matches_oracle(inputs, fmt, input_set, variant):
 
 @pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2", "hifloat8", "float4_e2m1", "float4_e1m2"])
 def test_half_and_bf16_inputs_equal_their_widened_values(inputs, fmt):
-    # float16/bfloat16 arrays go through the same exact widening the hardware chains use (codecs.md §4.5, §5.2)
+    # float16/bfloat16 arrays go through the same exact widening the hardware chains use (docs/codecs.md §4.5, §5.2)
     h = np.arange(65536, dtype=np.uint16)
     assert np.array_equal(D.encode(h.view(np.float16), fmt), D.encode(inputs["all_f16"], fmt))
     assert np.array_equal(D.encode(h.view(ml_dtypes.bfloat16), fmt), D.encode(inputs["all_bf16"], fmt))
 
 
 def test_e8m0_documented_oracle_differences():
-    # codecs.md §13.6 columns "ml_dtypes" and "en_dtypes": the oracles really behave as the spec says, and npu-emu
+    # §13.6 columns "ml_dtypes" and "en_dtypes": the oracles really behave as that table says, and npu-emu
     # differs from both exactly there
     x = np.array([1.0, 1.5, 1.9921875, 3.0, 0.75, -3.0, 0.0, 2.0 ** -127, 2.0 ** -128, 2.0 ** 127, 1.5 * 2.0 ** 127,
                   np.inf, np.nan], np.float32)

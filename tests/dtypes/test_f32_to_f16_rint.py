@@ -74,7 +74,7 @@ def _encode_general(bits, rmode, sat, out):
 
 def _check_numpy(bits, got, sat):
     """numpy's float32 -> float16 is IEEE RNE with overflow to Inf; NaN becomes the canonical s|0x7E00 (non-sat)
-    or +0 (sat, codecs.md §9), and saturation clamps Inf / overflow to +-65504 (0x7BFF)."""
+    or +0 (sat, docs/codecs.md §9), and saturation clamps Inf / overflow to +-65504 (0x7BFF)."""
     x = bits.view(np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         ref = x.astype(np.float16).view(np.uint16)

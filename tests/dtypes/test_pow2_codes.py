@@ -10,7 +10,7 @@ from numba import njit
 from npu_emu.dtypes.scalar import (CAST_RINT, bf16_to_f32, encode_e4m3fn, encode_e5m2, encode_fp4_e1m2,
                                    encode_fp4_e2m1, pow2_bias, pow2_shift_ok, rint_code_bf16_pow2)
 
-# (mb, emin, largest finite code, sign bit) per format, from codecs.md §5.1 and §7.1
+# (mb, emin, largest finite code, sign bit) per format, from docs/codecs.md §5.1 and §7.1
 FORMATS = {"e4m3fn": (3, -6, 0x7E, 7), "e5m2": (2, -14, 0x7B, 7), "e2m1": (1, 0, 7, 3), "e1m2": (2, 0, 7, 3)}
 
 

@@ -10,7 +10,7 @@ from numba import njit
 from npu_emu.dtypes import vector as V
 from npu_emu.dtypes.scalar import pow2_bias, rint_code_bf16_pow2
 
-# (mb, emin, largest finite code, sign bit) per format, from codecs.md §5.1 and §7.1
+# (mb, emin, largest finite code, sign bit) per format, from docs/codecs.md §5.1 and §7.1
 FORMATS = {"e4m3fn": (3, -6, 0x7E, 7), "e5m2": (2, -14, 0x7B, 7), "e2m1": (1, 0, 7, 3), "e1m2": (2, 0, 7, 3)}
 FP4 = ("e2m1", "e1m2")
 ALL = np.arange(1 << 16, dtype=np.uint16)

@@ -1,4 +1,4 @@
-"""Round-trip properties of codecs.md §11, and independence of the results from the numba thread count."""
+"""Round-trip properties of docs/codecs.md §11, and independence of the results from the numba thread count."""
 
 import ml_dtypes
 import numba
@@ -42,7 +42,7 @@ def test_hif8_hybrid_from_fp32_moves_up_one_step():
 
 
 def test_hif8_hybrid_from_fp16_is_idempotent():
-    v = D.decode(ALL8, "hifloat8").astype(np.float16)  # exact (codecs.md §3.1)
+    v = D.decode(ALL8, "hifloat8").astype(np.float16)  # exact (docs/codecs.md §3.1)
     assert np.array_equal(D.encode(v, "hifloat8", round_mode="hybrid"), ALL8)
 
 

@@ -1,4 +1,4 @@
-"""The scalar API of CONTRACT.md called from njit code: widening helpers, FP19, integral rounding, round-to-odd,
+"""The scalar API of docs/codecs.md §14 called from njit code: widening helpers, FP19, integral rounding, round-to-odd,
 E8M0 from bf16, and one call of every encoder with the contract's argument order."""
 
 import inspect
@@ -30,7 +30,7 @@ CONTRACT = {
 
 
 def test_contract_names_signatures_and_options():
-    # CONTRACT.md "Codecs": names, argument order, and @njit(inline='always', cache=True, error_model='numpy')
+    # docs/codecs.md §14: names, argument order, and @njit(inline='always', cache=True, error_model='numpy')
     for name, args in CONTRACT.items():
         fn = getattr(S, name)
         assert list(inspect.signature(fn.py_func).parameters) == args, name
@@ -80,7 +80,7 @@ def _r19_reference(u):
 
 
 def test_t19_r19():
-    # codecs.md §13.8: t19(0.1f) = 0x3DCCC000; r19(1 + 2^-11 + 2^-12) = 0x3F802000; r19(1 + 2^-12) = 0x3F800000
+    # docs/codecs.md §13.8: t19(0.1f) = 0x3DCCC000; r19(1 + 2^-11 + 2^-12) = 0x3F802000; r19(1 + 2^-12) = 0x3F800000
     u = np.array([0x3DCCCCCD, 0x3F801800, 0x3F800800], np.uint32)
     t, r = np.empty_like(u), np.empty_like(u)
     _fp19(u, t, r)
@@ -187,7 +187,7 @@ def test_encode_e8m0_bf16_every_pattern():
     out = np.empty(65536, np.uint8)
     _e8m0_bf16(b, out)
     e = (b >> 7) & 0xFF
-    # codecs.md §6.2: the exponent field, sign dropped; Inf -> 0xFE, NaN -> 0xFF
+    # docs/codecs.md §6.2: the exponent field, sign dropped; Inf -> 0xFE, NaN -> 0xFF
     want = np.where(e == 0xFF, np.where((b & 0x7F) != 0, 0xFF, 0xFE), e)
     assert np.array_equal(out, want)
 

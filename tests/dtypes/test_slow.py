@@ -22,7 +22,7 @@ def _sweep(fmt, dtype, nan_exact):
             ref = x.astype(dtype).view(np.uint8)
         if nan_exact:
             bad = out != ref
-        else:  # NaN bytes: "is NaN with the input's sign" (codecs.md §12)
+        else:  # NaN bytes: "is NaN with the input's sign" (docs/codecs.md §12)
             nan = np.isnan(x)
             bad = (out != ref) & ~nan
             got = D.decode(out[nan], fmt)

@@ -1,5 +1,6 @@
-"""Every test vector of codecs.md §13 (and the §7.4 double-rounding vectors), one parametrised case each, plus one
-vector per switch alternative whose result differs from the default (spec README §3 rule 5)."""
+"""Every test vector of docs/codecs.md §13 (and the §7.4 double-rounding vectors), one parametrised case each, plus
+one vector per switch alternative whose result differs from the default (docs/conventions.md §3 rule 5; the vectors:
+docs/codecs.md §13)."""
 
 import ml_dtypes
 import numpy as np
@@ -110,7 +111,7 @@ def test_hif8_ge_golden_fp16(bits, code):
     assert _code(np.array([bits], np.uint16).view(np.float16), "hifloat8") == code
 
 
-NAN = None  # "a NaN" (the byte is not specified for FP8 in non-saturating mode, codecs.md §5.2)
+NAN = None  # "a NaN" (the byte is not specified for FP8 in non-saturating mode, docs/codecs.md §5.2)
 
 # §13.4 E4M3FN (rint): input, ns, sat
 E4M3 = [
@@ -150,7 +151,7 @@ def test_e5m2(x, ns, sat):
 
 
 def test_fp8_sat_keep_nan_differs():
-    # CTRL[50] = 1: a saturating conversion keeps NaN (codecs.md §5.2 table); default: NaN -> +0
+    # CTRL[50] = 1: a saturating conversion keeps NaN (docs/codecs.md §5.2 table); default: NaN -> +0
     x = np.array([np.nan, -np.nan], np.float32)
     for fmt in ("float8_e4m3fn", "float8_e5m2"):
         assert D.encode(x, fmt, saturate=True).tolist() == [0, 0]

@@ -267,7 +267,7 @@ def test_data_copy_dequant_torch(torch, bits):
     y = op(acc, word, mode="DEQ8")
     assert y.dtype == torch.int8 and tuple(y.shape) == (16, 32)
     assert np.array_equal(bits(y), bits(op(acc.numpy(), word, mode="DEQ8")))
-    # a scale of 2^-7 with no offset: y = clamp(rint(acc / 128), -128, 127) (RNE, spec defaults)
+    # a scale of 2^-7 with no offset: y = clamp(rint(acc / 128), -128, 127) (RNE, the default switches)
     want = np.clip(np.rint(acc.numpy() / 128.0), -128, 127).astype(np.int8)
     assert np.array_equal(y.numpy(), want)
 

@@ -19,7 +19,8 @@ from npu_emu.launch import launch, ub_view
 
 
 def golden_add_one(x):
-    # numpy float32 + float32 is one correctly rounded IEEE add, as the vector Adds is (docs/contributing/numba_rules.md §2.2).
+    # numpy float32 + float32 is one correctly rounded IEEE add, as the vector Adds is
+    # (docs/contributing/numba_rules.md §2.2).
     return x + np.float32(1.0)
 
 

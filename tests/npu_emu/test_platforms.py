@@ -40,7 +40,8 @@ def test_get_unknown_lists_valid_names(bad):
 
 @pytest.mark.parametrize("key", A2_A3)
 def test_910b_ub_reserve(key):
-    # docs/device/platforms.md §2: GetCoreMemSize(UB) = ini 196608 minus LOCAL_RESERV_SIZE 256 on SocVersion ASCEND910B.
+    # docs/device/platforms.md §2: GetCoreMemSize(UB) = ini 196608 minus LOCAL_RESERV_SIZE 256 on SocVersion
+    # ASCEND910B.
     p = platforms.get(key)
     assert (p.ub_bytes, p.ub_reserve, p.ub_size) == (196608, 256, 196352)
     assert p.GetCoreMemSize("UB") == 196352
@@ -86,7 +87,7 @@ def test_anchor_table_910b2_and_910b4():
 
 
 def test_950_placeholders_are_flagged():
-    # docs/device/platforms.md §3.2 / §6 and docs/conventions.md §8 #38: AIV 56, AIC 28 assumed, UB placeholder 262144, no reserve.
+    # §3.2 / §6 and docs/conventions.md §8 #38: AIV 56, AIC 28 assumed, UB placeholder 262144, no reserve.
     pr = platforms.get("ascend950pr")
     assert (pr.core_num, pr.cube_cores, pr.ub_size, pr.ub_reserve, pr.hbm_Bps) == (56, 28, 262144, 0, 1.6e12)
     for f in ("ub_size", "ub_bytes", "cube_cores", "core_num"):

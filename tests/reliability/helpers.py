@@ -22,7 +22,7 @@ import numpy as np
 import npu_emu.aclnn
 from npu_emu.errors import ACLNN_ERR_INNER, STATUS_NAMES, AclnnError
 
-# Every status an error may carry: CANN's codes (spec README §6) except success.
+# Every status an error may carry: CANN's codes (docs/conventions.md §6) except success.
 CANN_CODES = frozenset(STATUS_NAMES) - {0}
 
 CALLS = collections.Counter()        # entry name -> calls made
@@ -120,8 +120,8 @@ def _isnan(a, dtype):
 
 
 def same_bits(got, want, what="", *, nan_dtype=None):
-    """Bit-exact equality. ``nan_dtype``: the float type of the values where the spec leaves the NaN byte
-    unspecified (spec README §2.3: "NaN checked as is NaN"); then any NaN matches any NaN."""
+    """Bit-exact equality. ``nan_dtype``: the float type of the values where the documented semantics leave the NaN byte
+    unspecified (docs/conventions.md §2.3: "NaN checked as is NaN"); then any NaN matches any NaN."""
     got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape:
         raise ContractViolation(f"{what}: shape {got.shape} != golden {want.shape}")

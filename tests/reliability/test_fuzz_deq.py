@@ -49,7 +49,8 @@ def _fuzz_deq(data):
     if vector:
         form = data.draw(st.sampled_from(["uint64", "int64", "list", "DeqVector"]), "table form")
         if form == "DeqVector" and n != deq_mod.DEQ_VECTOR_ENTRIES:
-            form = "uint64"          # a DeqVector is the 16-word table of a 16-column acc (kernels/data_copy_dequant/checks.py deq_words_arg)
+            # a DeqVector is the 16-word table of a 16-column acc (kernels/data_copy_dequant/checks.py deq_words_arg)
+            form = "uint64"
         if form == "DeqVector":
             words = np.array([_word(rng, mode, mcb, sign) for _ in range(n)], np.uint64)
             deq = deq_mod.DeqVector(words)

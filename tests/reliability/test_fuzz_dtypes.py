@@ -3,7 +3,7 @@
 encode is checked against the codec tests' independent reference (tests/dtypes/reference.py: grid searches in
 value space and a transcription of the HiF8 HYBRID pseudo-code), decode against ml_dtypes / en_dtypes value
 tables and npu_emu/goldens/mx_quant.py's E8M0 decoder. NaN results are checked as "a NaN code with the input's
-sign" where the reference says so (codecs.md §14: the NaN byte is not documented). Every argument is also fuzzed
+sign" where the reference says so (docs/codecs.md §14: the NaN byte is not documented). Every argument is also fuzzed
 with values it must reject.
 """
 

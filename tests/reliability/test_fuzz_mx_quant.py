@@ -1,8 +1,8 @@
 """Fuzz DynamicMxQuant and GroupedDynamicMxQuant: the torch_npu-style functions and every aclnn version.
 
-Valid calls are drawn from the combinations the spec allows (mx_quant.md §3.2, §4.1): x fp16 / bf16 / fp32 values
-with NaN, Inf, -0.0 and subnormals, every destination format and its round modes and scale algorithms, block sizes,
-axes, ranks 1-3, empty shapes, core_num / ub_size, CANN versions and the behaviour switches; grouped calls draw
+Valid calls are drawn from the combinations the ops allow (docs/ops/mx_quant.md §3.2, §4.1): x fp16 / bf16 / fp32
+values with NaN, Inf, -0.0 and subnormals, every destination format and its round modes and scale algorithms, block
+sizes, axes, ranks 1-3, empty shapes, core_num / ub_size, CANN versions and the behaviour switches; grouped calls draw
 cumulative group END offsets including empty groups. At most one mutation makes the call invalid (None tensors,
 wrong dtypes, bad attributes, out-of-range / decreasing group offsets, mismatched outputs). Golden:
 npu_emu/goldens/mx_quant.py. Entries that are not exported yet are skipped (they appear in npu_emu.ops / .aclnn as
@@ -268,7 +268,7 @@ def _grp_case(data):
     x = _x_values(rng, data, (m, n), x_name)
     gi = _group_ends(data, m)
     version = data.draw(st.sampled_from(VERSIONS), "cann_version")
-    legacy = version != "master"          # spec mx_quant.md §2: Grouped 9.0.0-9.1.0 reject FP4 outputs
+    legacy = version != "master"          # docs/ops/mx_quant.md §2: Grouped 9.0.0-9.1.0 reject FP4 outputs
     algs = [0] if version != "master" else ({"float4_e2m1": [0, 2], "float4_e1m2": [0, 2]}.get(y_name, [0, 1]))
     scale_alg = data.draw(st.sampled_from(algs), "scale_alg")
     dtm = 0.0
@@ -415,7 +415,7 @@ def _fuzz_grouped_aclnn(data):
     H.same_bits(np.asarray(y).view(np.uint8), gy, f"{entry} y")
     if x.shape[0] == 0:
         # CANN returns success before the kernel and the ViewCopy into mxscale: the caller's bytes stay
-        # (hicann/ops-nn: quant/grouped_dynamic_mx_quant/op_api/aclnn_grouped_dynamic_mx_quant.cpp; spec §3.2(5))
+        # (hicann/ops-nn: quant/grouped_dynamic_mx_quant/op_api/aclnn_grouped_dynamic_mx_quant.cpp; §3.2(5))
         if init is not None:
             H.same_bits(s, init, f"{entry} mxscale untouched on an empty x")
         return

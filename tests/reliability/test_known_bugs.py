@@ -55,7 +55,7 @@ def test_quant_matmul_batch_mismatch_is_rejected():
 
 # decided: CANN's aclnn returns success on an empty x before the kernel and the ViewCopy into mxscale, so the
 # caller's mxscale keeps its bytes (hicann/ops-nn: quant/grouped_dynamic_mx_quant/op_api/
-# aclnn_grouped_dynamic_mx_quant.cpp and _v2.cpp; spec mx_quant.md §3.2(5)); the fuzz had expected gap_fill there
+# aclnn_grouped_dynamic_mx_quant.cpp and _v2.cpp; docs/ops/mx_quant.md §3.2(5)); the fuzz had expected gap_fill there
 @pytest.mark.parametrize("v2", [False, True], ids=["V1", "V2"])
 def test_grouped_mx_aclnn_empty_x_leaves_mxscale_untouched(v2):
     from npu_emu.kernels.mx_quant import api

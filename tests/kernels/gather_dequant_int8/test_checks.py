@@ -1,4 +1,4 @@
-"""Every emulator-added check of spec gather_dequant_int8.md §2.3 / §6.2: status code and the words that say
+"""Every emulator-added check of docs/ops/gather_dequant_int8.md §2.3 / §6.2: status code and the words that say
 what to change. Checks run before any numba code, so these tests compile nothing."""
 
 import numpy as np
@@ -50,7 +50,8 @@ def test_null(name):
     ({"zero_point": np.ones(V, np.float32)}, "zero_point dtype must be float16"),
     ({"out": np.empty((2, 2, E), np.float32)}, "out dtype must be float16"),
     ({"table": np.zeros((V, E, 1), np.uint8)}, "table must be 2-D"),
-    ({"scale": np.ones(V - 1, np.float16)}, "scale must have shape (4,) or (4, 1)"),        # spec §6.2
+    # docs/ops/gather_dequant_int8.md §6.2
+    ({"scale": np.ones(V - 1, np.float16)}, "scale must have shape (4,) or (4, 1)"),
     ({"zero_point": np.ones((1, V), np.float16)}, "zero_point must have shape (4,) or (4, 1)"),
     ({"out": np.empty((4, E), np.float16)}, "out must have shape indices.shape + (E,) = (2, 2, 64)"),
     ({"table": np.zeros((V, 48), np.uint8), "out": None}, "embedding dim 48 must be a multiple of 32"),
@@ -70,7 +71,7 @@ def test_truncation_message_explains_device():
 
 
 def test_order_first_failure_wins():
-    # a dtype error is reported before a shape error and before an index error (spec §2.3 order)
+    # a dtype error is reported before a shape error and before an index error (§2.3 order)
     e = status_of(table=np.zeros((V, 48), np.int8), indices=np.array([9], np.int32))
     assert "table dtype" in e.message
     e = status_of(table=np.zeros((V, 48), np.uint8), indices=np.array([9], np.int32))

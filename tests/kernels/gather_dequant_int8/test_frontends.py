@@ -130,7 +130,7 @@ def test_cli_golden_then_run(tmp_path, capsys):
     assert manifest["inputs"]["table"] == {"file": "table.bin", "shape": [1024, 256], "dtype": "uint8"}
     assert manifest["inputs"]["indices"]["shape"] == [1, 30] and manifest["inputs"]["indices"]["dtype"] == "int32"
     assert manifest["outputs"]["output"] == {"file": "output.bin", "shape": [1, 30, 256], "dtype": "float16"}
-    # the same bytes as the sample's gen_data.py (spec §6.3 hashes)
+    # the same bytes as the sample's gen_data.py (docs/ops/gather_dequant_int8.md §6.3 hashes)
     assert hashlib.sha256((d / "output.bin").read_bytes()).hexdigest() == \
         "65f09e86818efe96ede90c84034e637a5b4998398ed78a2b9b4b6a3e0e6e52fc"
     assert hashlib.sha256((d / "table.bin").read_bytes()).hexdigest() == \

@@ -1,4 +1,5 @@
-"""The plain-numpy golden against the spec's hand-checked vectors and the sample's default data (spec §6).
+"""The plain-numpy golden against the hand-checked vectors and the sample's default data
+(docs/ops/gather_dequant_int8.md §6).
 
 These tests pin the golden itself; the kernel tests then compare the emulator with it.
 """
@@ -10,8 +11,8 @@ import pytest
 
 from npu_emu.goldens import gather_dequant_int8 as golden
 
-# spec gather_dequant_int8.md §6.1: (q, zp bits, scale bits, fp16(q - zp) bits, y "keep", y "flush",
-# y with a single fp32 rounding). Derivations are in the spec table; e.g. G7: 200 - 0.2999 = 199.7001 rounds to
+# docs/ops/gather_dequant_int8.md §6.1: (q, zp bits, scale bits, fp16(q - zp) bits, y "keep", y "flush",
+# y with a single fp32 rounding). Derivations are in the table of §6.1; e.g. G7: 200 - 0.2999 = 199.7001 rounds to
 # 199.75 (0x5A3E), times 0.010002 = 1.99796 -> 0x3FFE, while the exact 199.7001 * 0.010002 = 1.99746 -> 0x3FFD.
 VECTORS = {
     "G1": (0, 0x57F8, 0x211F, 0xD7F8, 0xBD1A, 0xBD1A, 0xBD1A),
@@ -25,7 +26,7 @@ VECTORS = {
     "G9": (10, 0x4901, 0x1419, 0xA000, 0x8083, 0x8000, 0x8083),    # -2^-7 * 0.0010004 = -7.8e-6: subnormal
 }
 
-# spec §6.3, numpy legacy RNG seed 42 (hashes of the raw little-endian files gen_data.py writes)
+# §6.3, numpy legacy RNG seed 42 (hashes of the raw little-endian files gen_data.py writes)
 DEFAULT_SHA256 = {
     "table": "b0f42d80b1fcbea6c7f96563225b3c63a47dbef447607310710246134ae6cc47",
     "indices": "96e7ebbe99cd5079ce32d918c11a1557fb5f0c5f0747e6835928ca4311b73d27",
@@ -33,7 +34,7 @@ DEFAULT_SHA256 = {
     "zero_point": "40338ad6c71e380df292438fc5e4ba4099393cdc0f8a819d97fadff0f8bae27a",
     "output": "65f09e86818efe96ede90c84034e637a5b4998398ed78a2b9b4b6a3e0e6e52fc",
 }
-# spec §6.3: (token, row, col, q, zp, s, two-rounding y, single-rounding y)
+# docs/ops/gather_dequant_int8.md §6.3: (token, row, col, q, zp, s, two-rounding y, single-rounding y)
 SINGLE_ROUNDING_POINTS = [
     (1, 563, 6, 255, 0x57CF, 0x177A, 0x3398, 0x3399),
     (5, 488, 16, 255, 0x57C7, 0x186B, 0x3481, 0x3482),
@@ -123,7 +124,7 @@ def test_default_golden_row_840(default_case):
 
 
 def test_default_golden_single_rounding_points(default_case):
-    """Exactly the 4 elements of spec §6.3 differ from a single fp32 rounding."""
+    """Exactly the 4 elements of docs/ops/gather_dequant_int8.md §6.3 differ from a single fp32 rounding."""
     c = default_case
     idx = c["indices"].reshape(-1)
     q = c["table"][idx].astype(np.float32)
@@ -140,7 +141,8 @@ def test_default_golden_single_rounding_points(default_case):
 
 
 def test_no_subnormal_output_in_default_golden(default_case):
-    """spec §2.1: the smallest non-zero |y| is 1.14e-4, so "flush" changes nothing on the default data."""
+    """docs/ops/gather_dequant_int8.md §2.1: the smallest non-zero |y| is 1.14e-4, so "flush" changes nothing on the
+    default data."""
     c = default_case
     y = c["output"]
     assert float(np.abs(y[y != 0]).min()) == pytest.approx(1.141e-4, rel=1e-3)

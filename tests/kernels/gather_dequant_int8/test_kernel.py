@@ -1,4 +1,4 @@
-"""The emulated kernels against the spec vectors and the plain-numpy golden (bit-exact on uint16 views).
+"""The emulated kernels against the op page's vectors and the plain-numpy golden (bit-exact on uint16 views).
 
 Both kernels run here: the faithful transliteration (``faithful=True``, block_dim from the tiling) and the fast
 per-row table path that the front ends use by default; they must agree bit for bit with each other and with
@@ -18,7 +18,7 @@ from npu_emu.kernels.gather_dequant_int8.api import gather_dequant_int8
 
 
 def _sibling(name):
-    """The spec tables live once, in test_golden.py (pytest's importlib mode has no sibling imports)."""
+    """The vector tables live once, in test_golden.py (pytest's importlib mode has no sibling imports)."""
     path = pathlib.Path(__file__).with_name(f"{name}.py")
     spec = importlib.util.spec_from_file_location(f"gather_dequant_int8_{name}", path)
     mod = importlib.util.module_from_spec(spec)
@@ -41,8 +41,8 @@ def f16(b):
 
 
 def vector_case():
-    """spec §6.1 tiled to E = 32 ("to build a kernel-shaped test, tile each pattern to E = 32"): row r holds 32
-    copies of vector r's q with its zp and scale."""
+    """docs/ops/gather_dequant_int8.md §6.1 tiled to E = 32 ("to build a kernel-shaped test, tile each pattern to
+    E = 32"): row r holds 32 copies of vector r's q with its zp and scale."""
     names = sorted(VECTORS)
     table = np.array([[VECTORS[n][0]] * 32 for n in names], np.uint8)
     zp = f16([VECTORS[n][1] for n in names])
@@ -64,7 +64,7 @@ def test_spec_vectors(faithful, mode):
 
 @pytest.mark.parametrize("faithful", PATHS)
 def test_spec_example_shape(faithful):
-    # spec §6.1: V = 2, N = 3, indices [1, 0, 1] -> (3, 32); rows G7 (index 0) and G6 (index 1)
+    # §6.1: V = 2, N = 3, indices [1, 0, 1] -> (3, 32); rows G7 (index 0) and G6 (index 1)
     table = np.array([[200] * 32, [100] * 32], np.uint8)
     y = gather_dequant_int8(table, np.array([1, 0, 1], np.int32), f16([0x211F, 0xB800]), f16([0x34CD, 0x5640]),
                             faithful=faithful)

@@ -1,4 +1,4 @@
-"""Host tiling of GatherDequantInt8 (spec gather_dequant_int8.md §3.1, §3.2) and the npu-emu core split."""
+"""Host tiling of GatherDequantInt8 (docs/ops/gather_dequant_int8.md §3.1, §3.2) and the npu-emu core split."""
 
 import struct
 
@@ -14,7 +14,7 @@ def test_default_sample():
     assert tr.tiling.to_bytes() == struct.pack("<3I", 30, 256, 1024)       # three uint32_t, 12 bytes
     assert T.GatherDequantInt8TilingData.from_bytes(tr.tiling.to_bytes()) == tr.tiling
     assert (tr.block_dim, tr.tiling_key, tr.workspace_size, tr.soc) == (1, 0, 0, "kirin9020")
-    # spec §3.2: 128 + 2048 + 2048 + 512 + 1024 + 512
+    # docs/ops/gather_dequant_int8.md §3.2: 128 + 2048 + 2048 + 512 + 1024 + 512
     assert T.footprint(tr) == tr.ub_size == 6272
     assert any("not public" in n for n in tr.notes)
 

@@ -1,5 +1,5 @@
-"""Every parameter check of the MX ops with its CANN status (spec mx_quant.md §3.2, §4.1, §7), the aclnn two-phase
-flow (empty tensors, executors, out buffers, gap rows) and the torch_npu front-end checks."""
+"""Every parameter check of the MX ops with its CANN status (docs/ops/mx_quant.md §3.2, §4.1, §7), the aclnn
+two-phase flow (empty tensors, executors, out buffers, gap rows) and the torch_npu front-end checks."""
 
 import ml_dtypes
 import numpy as np
@@ -36,7 +36,7 @@ def status_v2(x, gi, rm, dt, bs, alg, dtm, y, s, **kw):
 # --- GroupedDynamicMxQuant aclnn ------------------------------------------------------------------------------
 
 def test_grouped_aclnn_doc_example():
-    # aclnnGroupedDynamicMxQuant.md example (spec §3.11 / §10 G1), through the two phases
+    # aclnnGroupedDynamicMxQuant.md example (docs/ops/mx_quant.md §3.11 / §10 G1), through the two phases
     x = np.array([0, 8, 64, 512] * 2, np.float32).astype(ml_dtypes.bfloat16).reshape(8, 1)
     gi = np.array([4, 8], np.int32)
     y = np.zeros((8, 1), ml_dtypes.float8_e4m3fn)
@@ -102,7 +102,7 @@ def test_grouped_shape_checks(change):
     elif change == "s_dim1":
         s = np.zeros((3, 5, 2), np.uint8)
     else:
-        s = np.zeros((4, 4, 2), np.uint8)           # spec error vector: [m // 64 + g + 1, n, 2]
+        s = np.zeros((4, 4, 2), np.uint8)           # error vector: [m // 64 + g + 1, n, 2]
     assert status_v1(x, gi, "rint", E4M3, 32, y, s) == 161002
 
 
@@ -180,7 +180,7 @@ def test_grouped_y_may_be_non_contiguous_for_fp8():
 
 
 @pytest.mark.parametrize("args, status", [
-    (("floor", E4M3, 0, 0.0), 561103),        # spec error vector: FP8 needs rint (tiling rule)
+    (("floor", E4M3, 0, 0.0), 561103),        # error vector: FP8 needs rint (tiling rule)
     (("rint", E2M1, 1, 0.0), 561103),         # scale_alg 1 only for FP8
     (("rint", E4M3, 2, 0.0), 561103),         # scale_alg 2 only for FP4
     (("rint", E2M1, 0, 5.0), 561103),         # E2M1 dst_type_max 0 or [6, 12]
@@ -265,7 +265,7 @@ def test_grouped_torch_checks(kw, match):
 
 
 def test_grouped_torch_ut_zeros():
-    # op-plugin UT (spec §7): x zeros [1, 2], group_index [1] -> y 0, mxscale [1, 2, 2] all 0x00
+    # op-plugin UT (docs/ops/mx_quant.md §7): x zeros [1, 2], group_index [1] -> y 0, mxscale [1, 2, 2] all 0x00
     y, s = api.npu_grouped_dynamic_mx_quant(bf((1, 2), 0.0), [1], dst_type=24)
     assert not np.asarray(y).view(np.uint8).any() and s.shape == (1, 2, 2) and not s.any()
 
@@ -319,7 +319,7 @@ def test_dynamic_nullptr_and_platform():
     st, _, _ = api.aclnnDynamicMxQuantGetWorkspaceSize(x, -1, "rint", E2M1, 32, 0, None, np.zeros((4, 1, 2),
                                                                                                   np.uint8))
     assert st == 161001
-    assert dyn_status("v1", x, soc="ascend910b2") == 361001          # spec error vector: 361001 for Dynamic
+    assert dyn_status("v1", x, soc="ascend910b2") == 361001          # error vector: 361001 for Dynamic
 
 
 @pytest.mark.parametrize("version, kw", [

@@ -1,4 +1,4 @@
-"""The numpy golden against outside oracles: the codec vectors of spec codecs.md §13, ml_dtypes, and the float
+"""The numpy golden against outside oracles: the codec vectors of docs/codecs.md §13, ml_dtypes, and the float
 formulas of OCP MX (floor(log2 max) - emax) and RCEIL (float32 A / Amax), so the golden is trustworthy on its own."""
 
 import ml_dtypes
@@ -9,14 +9,14 @@ from npu_emu.goldens import mx_quant as g
 
 
 @pytest.mark.parametrize("fmt, v, code", [
-    # codecs.md §13.4, "sat" column (E4M3FN)
+    # docs/codecs.md §13.4, "sat" column (E4M3FN)
     ("float8_e4m3fn", 2.0 ** -9, 0x01), ("float8_e4m3fn", 2.0 ** -10, 0x00), ("float8_e4m3fn", 1.5 * 2.0 ** -9, 0x02),
     ("float8_e4m3fn", 15 * 2.0 ** -10, 0x08), ("float8_e4m3fn", 1.0625, 0x38), ("float8_e4m3fn", 1.1875, 0x3A),
     ("float8_e4m3fn", 248.0, 0x78), ("float8_e4m3fn", 440.0, 0x7E), ("float8_e4m3fn", 464.0, 0x7E),
     ("float8_e4m3fn", 465.0, 0x7E), ("float8_e4m3fn", -465.0, 0xFE), ("float8_e4m3fn", np.inf, 0x7E),
     ("float8_e4m3fn", -np.inf, 0xFE), ("float8_e4m3fn", np.nan, 0x00), ("float8_e4m3fn", -0.0, 0x80),
     ("float8_e4m3fn", 1e-40, 0x00),
-    # codecs.md §13.5, "sat" column (E5M2)
+    # docs/codecs.md §13.5, "sat" column (E5M2)
     ("float8_e5m2", 2.0 ** -16, 0x01), ("float8_e5m2", 2.0 ** -17, 0x00), ("float8_e5m2", 1.5 * 2.0 ** -16, 0x02),
     ("float8_e5m2", 2.0 ** -14 - 2.0 ** -17, 0x04), ("float8_e5m2", 1.125, 0x3C), ("float8_e5m2", 1.375, 0x3E),
     ("float8_e5m2", 57344.0, 0x7B), ("float8_e5m2", 61439.0, 0x7B), ("float8_e5m2", 61440.0, 0x7B),
@@ -26,7 +26,7 @@ def test_fp8_saturating_encoder(fmt, v, code):
     assert g.encode_fp8(np.array([v], np.float32), fmt)[0] == code
 
 
-E2M1_TABLE = {   # codecs.md §13.7: input -> (rint, round, floor)
+E2M1_TABLE = {   # docs/codecs.md §13.7: input -> (rint, round, floor)
     0.25: (0x0, 0x1, 0x0), 0.75: (0x2, 0x2, 0x1), 1.25: (0x2, 0x3, 0x2), 1.75: (0x4, 0x4, 0x3), 2.5: (0x4, 0x5, 0x4),
     3.5: (0x6, 0x6, 0x5), 5.0: (0x6, 0x7, 0x6), 5.5: (0x7, 0x7, 0x6), 6.5: (0x7, 0x7, 0x7), 0.1: (0x0, 0x0, 0x0),
     -0.1: (0x8, 0x8, 0x9), -0.25: (0x8, 0x9, 0x9), -2.5: (0xC, 0xD, 0xD), -5.0: (0xE, 0xF, 0xF),
@@ -47,7 +47,7 @@ def test_fp4_grid_encoder(fmt, table):
 
 
 def test_fp4_e2m1_rint_matches_ml_dtypes():
-    # spec mx_quant.md §6: ml_dtypes float4_e2m1fn equals the kernel's RINT except for NaN
+    # docs/ops/mx_quant.md §6: ml_dtypes float4_e2m1fn equals the kernel's RINT except for NaN
     rng = np.random.default_rng(0)
     v = (rng.standard_normal(200000) * np.exp2(rng.integers(-4, 5, 200000))).astype(np.float32)
     v = np.concatenate([v, np.arange(-16, 16.25, 0.25, dtype=np.float32)])       # every tie of the grid
@@ -76,7 +76,7 @@ def test_ocp_scale_is_floor_log2_minus_emax():
 
 
 def test_rceil_product_equals_division_for_all_bf16():
-    # spec §3.7 step 2: S = A * fl32(1/448) gives the same code as the float32 division A / 448, for every finite
+    # §3.7 step 2: S = A * fl32(1/448) gives the same code as the float32 division A / 448, for every finite
     # BF16 magnitude A (both E4M3 and E5M2)
     a = np.arange(1, 0x7F80, dtype=np.uint16).view(ml_dtypes.bfloat16).astype(np.float32)
     for mx in (448.0, 57344.0):

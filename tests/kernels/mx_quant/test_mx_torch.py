@@ -42,7 +42,7 @@ def test_torch_dtype_as_dst_type(dst_type, code):
 
 
 def test_grouped_aclnn_torch_outs_e8m0():
-    # torch outputs including a float8_e8m0fnu mxscale (the codes are copied as bits): spec §10 G1
+    # torch outputs including a float8_e8m0fnu mxscale (the codes are copied as bits): docs/ops/mx_quant.md §10 G1
     x = torch.tensor([0, 8, 64, 512] * 2, dtype=torch.bfloat16).reshape(8, 1)
     y = torch.zeros(8, 1, dtype=torch.float8_e4m3fn)
     s = torch.zeros(2, 1, 2, dtype=torch.float8_e8m0fnu)

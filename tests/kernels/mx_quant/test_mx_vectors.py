@@ -1,8 +1,8 @@
-"""Hand-checked vectors of spec mx_quant.md §10 (and the switch alternatives), run through both the independent
+"""Hand-checked vectors of docs/ops/mx_quant.md §10 (and the switch alternatives), run through both the independent
 numpy golden and the emulator (torch_npu-style front end), compared as bytes.
 
-Each vector's derivation is in the spec section named in its comment; vectors marked "source" are derived here from
-the kernel source where the spec is silent (the derivation is in the comment).
+Each vector's derivation is in the section of the op page named in its comment; vectors marked "source" are derived
+here from the kernel source where the page has no vector (the derivation is in the comment).
 """
 
 import ml_dtypes
@@ -21,7 +21,7 @@ def bf16(vals, shape):
 
 
 def column(vals, m=32, dtype=ml_dtypes.bfloat16):
-    """x [m, 1] with the given 16-bit patterns on top and zero rows below (spec §10 notation)."""
+    """x [m, 1] with the given 16-bit patterns on top and zero rows below (docs/ops/mx_quant.md §10 notation)."""
     a = np.zeros(m, np.uint16)
     a[:len(vals)] = vals
     return a.view(dtype).reshape(m, 1)
@@ -163,9 +163,9 @@ def _g9_input():
 @pytest.mark.parametrize("impl", IMPLS)
 def test_g9_multi_group_pad_gap(impl):
     # §10 G9 / §3.6 worked layout: rows 0-1 group 0 (row 1 padded), row 2 group 1, row 3 a gap row.
-    # Spec erratum: rows 102-129 (100.0, E = 133 -> code 125 = 0x7D, as the spec's scale row says) are
-    # multiplied by 2^(127 - 125) = 4, not divided: 400 is the tie 384|416 -> even -> 384 = 0x7C (the spec's
-    # "100/4 = 25 -> 0x5C" applies the scale the wrong way round).
+    # Rows 102-129 (100.0, E = 133 -> code 125 = 0x7D, as the scale row says) are multiplied by 2^(127 - 125) = 4,
+    # not divided: 400 is the tie 384|416 -> even -> 384 = 0x7C (an earlier table's "100/4 = 25 -> 0x5C" applied
+    # the scale the wrong way round).
     y, s = grouped(impl, _g9_input(), [70, 130], "float8_e4m3fn")
     want = np.concatenate([np.full(32, 0x78), np.full(32, 0x7C), np.full(6, 0x78), np.full(32, 0xFC),
                            np.full(28, 0x7C)])
@@ -240,7 +240,7 @@ def test_grouped_scale_alg2(impl, v, dtm, scale, code):
 
 @pytest.mark.parametrize("impl", IMPLS)
 def test_e1m2_code_254_and_ftz(impl):
-    # source/spec §3.4: E1M2 emax 0, BF16 2^127 (0x7F00) -> code 254, reciprocal 0x0040 = 2^-127 (an FP32
+    # source/§3.4: E1M2 emax 0, BF16 2^127 (0x7F00) -> code 254, reciprocal 0x0040 = 2^-127 (an FP32
     # subnormal): y = 1.0 -> E1M2 code 4. ftz=True flushes the reciprocal -> y = +0.
     x = row([0x7F00], 32)
     y, s = dynamic(impl, x, "float4_e1m2")
@@ -387,7 +387,7 @@ def test_dynamic_fp32_input(impl):
 
 
 def test_mx_dequantize_e8m0_zero_switch():
-    # codes decode as y * 2^(c - 127); code 0 is 2^-127 ("pow2") or 0.0 ("zero") -- codecs.md §6.1
+    # codes decode as y * 2^(c - 127); code 0 is 2^-127 ("pow2") or 0.0 ("zero") -- docs/codecs.md §6.1
     y = np.array([[0x38, 0x40]], np.uint8).view(ml_dtypes.float8_e4m3fn)        # 1.0, 2.0
     s = np.array([[[0x00, 0x00]]], np.uint8)
     v = api.mx_dequantize(y, s, dst_type=24)

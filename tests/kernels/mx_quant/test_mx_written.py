@@ -1,5 +1,5 @@
 """Every byte the ops return is written by the kernel: output buffers start as 0xAB poison (api._empty swapped), so
-an unwritten y byte, scale or odd-block pad slot (spec mx_quant.md §3.6, §4.4: pad 0x00) cannot pass as a lucky
+an unwritten y byte, scale or odd-block pad slot (docs/ops/mx_quant.md §3.6, §4.4: pad 0x00) cannot pass as a lucky
 zero of fresh memory. Layouts chosen for odd block counts along and across the axis, unit chunks of several pairs,
 partial tiles, empty groups and gap rows; compared byte for byte with the golden.
 """
@@ -48,7 +48,7 @@ def test_dynamic_every_byte_written(xdt, shape, axis, bs, ub, dst, faithful):
 @pytest.mark.parametrize("faithful", [False, True])
 @pytest.mark.parametrize("dst", ["float8_e5m2", "float4_e1m2"])
 @pytest.mark.parametrize("m, n, gi", [
-    (130, 2, [70, 130]),                       # spec §10 G9 layout: pad slot in row 1, gap row 3
+    (130, 2, [70, 130]),                       # docs/ops/mx_quant.md §10 G9 layout: pad slot in row 1, gap row 3
     (100, 2, [40, 40, 100]),                   # G10: an empty group's row and a trailing gap row
     (300, 260, [0, 33, 128, 128, 300]),        # partial column tile, 64-multiple group (gap), leading empty group
 ])

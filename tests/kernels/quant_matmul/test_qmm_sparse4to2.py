@@ -1,6 +1,6 @@
 """Sparse4to2QuantMatmul: the compressor (TV-J, TV-S2), round trips, the end-to-end vector TV-S1, random inputs
 against the independent golden (bit-exact), the checks' status codes and the aclnn pair
-(spec sparse4to2_quant_matmul.md)."""
+(docs/ops/sparse4to2_quant_matmul.md)."""
 
 import ml_dtypes
 import numba
@@ -50,7 +50,7 @@ def test_tv_j_compression():
     s, idx = sp.trans_sparse4to2_para(TV_J)
     assert s.shape == (1, 1, 16, 32) and s.dtype == np.int8
     assert idx.shape == (1, 1, 16, 8) and idx.dtype == np.uint8
-    # spec TV-J: row 0 compressed [3, -2, 5, 0, 7, 1, -4, 9], index [0x09, 0x8A]; everything else zero padding
+    # vector TV-J: row 0 compressed [3, -2, 5, 0, 7, 1, -4, 9], index [0x09, 0x8A]; everything else zero padding
     assert s[0, 0, 0, :8].tolist() == [3, -2, 5, 0, 7, 1, -4, 9]
     assert not s[0, 0, 0, 8:].any() and not s[0, 0, 1:].any()
     assert idx[0, 0, 0].tolist() == [0x09, 0x8A, 0, 0, 0, 0, 0, 0]
@@ -92,7 +92,7 @@ def test_round_trip_random(n, k):
 
 def test_three_nonzeros_rejected():
     w = np.zeros((2, 8), np.int8)
-    w[1, 4:8] = [1, 2, 3, 0]            # spec TV-J: a group with 3 non-zeros fails with 161002
+    w[1, 4:8] = [1, 2, 3, 0]            # vector TV-J: a group with 3 non-zeros fails with 161002
     with pytest.raises(AclnnError) as e:
         sp.trans_sparse4to2_para(w)
     assert e.value.status == 161002 and "50% sparsity" in str(e.value) and "row 1" in str(e.value)
@@ -112,7 +112,7 @@ def test_tv_s1():
     s, idx = sp.trans_sparse4to2_para(TV_J)
     y = sp.sparse4to2_quant_matmul(np.ones((1, 16), np.int8), s, idx, np.array([2.0], np.float32),
                                    np.array([0.5], np.float32), np.array([0.25], BF16))
-    # spec TV-S1: acc 19; 19 * 0.5 = 9.5; * 2 = 19; + 0.25 = 19.25 -> bf16 0x419A
+    # vector TV-S1: acc 19; 19 * 0.5 = 9.5; * 2 = 19; + 0.25 = 19.25 -> bf16 0x419A
     assert y.dtype == BF16 and y.shape == (1, 1)
     assert bits(y)[0, 0] == 0x419A
 

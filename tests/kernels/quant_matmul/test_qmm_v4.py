@@ -1,4 +1,4 @@
-"""QuantBatchMatmulV4 modes (spec quant_matmul.md §7.4, §7.7, §7.8): the hand-checked vectors TV-F, TV-G, TV-H,
+"""QuantBatchMatmulV4 modes (docs/ops/quant_matmul.md §7.4, §7.7, §7.8): the hand-checked vectors TV-F, TV-G, TV-H,
 random inputs against the independent golden (bit-exact), the A2 / 950 G-B orders, the MSD fp16 workspace, the
 aclnn pair, the V4 tiling rejections and thread-count invariance."""
 
@@ -30,7 +30,7 @@ def same(got, want):
 
 
 def pack_int32(w):
-    """int4 values (r, c) -> int32 (r, c/8), element 8j + t in nibble t (LSB first, spec §3.1)."""
+    """int4 values (r, c) -> int32 (r, c/8), element 8j + t in nibble t (LSB first, docs/ops/quant_matmul.md §3.1)."""
     u = (w.astype(np.int64) & 0xF).reshape(w.shape[0], -1, 8)
     return (u << (4 * np.arange(8))).sum(-1).astype(np.uint32).view(np.int32)
 
@@ -58,7 +58,7 @@ def msd(x1, w, s2_words, y_offset, x1_scale, out="bfloat16", **kw):
 
 @pytest.mark.parametrize("out", ["bfloat16", "float16"])
 def test_tv_h(out):
-    # spec TV-H: x1 = [-3, 100] -> hi [-1, 6], lo [5, -4]; W = [2, -1]; H = -8, L = 14; (16·-8 + 14 + 8)·0.5 = -53
+    # vector TV-H: x1 = [-3, 100] -> hi [-1, 6], lo [5, -4]; W = [2, -1]; H = -8, L = 14; (16·-8 + 14 + 8)·0.5 = -53
     x1 = np.array([[-3, 100]], np.int8)
     w = np.zeros((2, 8), np.int8)
     w[:, 0] = [2, -1]
@@ -126,7 +126,7 @@ def test_msd_tiling_rejection():
 # --- int8 G-B per-block (A2/A3 bias first, 950 bias last) ---------------------------------------------------
 
 def test_tv_g_both_orders():
-    # spec TV-G: out[0] = 128·1.875 + 1 = 241, out[1] = 240, out[128] = -128·1.875·2 = -480 (orders agree)
+    # vector TV-G: out[0] = 128·1.875 + 1 = 241, out[1] = 240, out[128] = -128·1.875·2 = -480 (orders agree)
     m, k, n = 1, 512, 256
     x1 = np.ones((m, k), np.int8)
     x2 = np.ones((n, k), np.int8)
@@ -160,7 +160,7 @@ def test_perblock_random_vs_golden(soc, m, k, n, with_bias):
 
 
 def test_perblock_950_batch_broadcast():
-    # 950 G-B with batch dims: x1 (2, m, k), x2 (1, k, n) and the scales broadcast numpy-style (spec §8); each
+    # 950 G-B with batch dims: x1 (2, m, k), x2 (1, k, n) and the scales broadcast numpy-style (§8); each
     # output batch element is the 2-D golden of its broadcast operands
     rng = np.random.default_rng(21)
     m, k, n = 3, 256, 200
@@ -199,7 +199,7 @@ def a4w4(x1, x2, x1s, x2s, off, out="bfloat16", soc=A2, **kw):
 
 
 def test_tv_f():
-    # spec TV-F: acc = 96 + 192 + 768 + 1024 = 2080; ·0.1f = 208.0000031 -> fp32 208.0 -> bf16 208
+    # vector TV-F: acc = 96 + 192 + 768 + 1024 = 2080; ·0.1f = 208.0000031 -> fp32 208.0 -> bf16 208
     x1 = np.ones((1, 1024), np.int8)
     x2 = np.full((1024, 256), 2, np.int8)
     off = np.tile(np.array([0.5, 0.5, -1, 0], np.float16)[:, None], (1, 256))
@@ -264,7 +264,7 @@ def test_msd_weight_nz(out):
 
 
 def test_tcg_weight_nz():
-    # T-CG with an NZ fp4 weight: transposeX2 = false, (k, n) stored (n/32, k/16, 16, 32 fp4 = 16 bytes) (spec §3.4)
+    # T-CG with an NZ fp4 weight: transposeX2 = false, (k, n) stored (n/32, k/16, 16, 32 fp4 = 16 bytes) (§3.4)
     rng = np.random.default_rng(12)
     m, k, n = 5, 96, 64
     x1 = rng.normal(0, 2, (m, k)).astype(E4M3)
@@ -362,7 +362,7 @@ def tcg(x1, w_nk, scale, y_scale, out, **kw):
 
 @pytest.mark.parametrize("sdt, out", [(BF16, "bfloat16"), (np.float16, "float16")])
 def test_tv_i(sdt, out):
-    # spec TV-I: fp4 6.0 x scale 0.1 -> bf16 0.6015625 (bf16 scale) or fp16 0.599609375 (fp16 tie) -> e4m3 0.625;
+    # vector TV-I: fp4 6.0 x scale 0.1 -> bf16 0.6015625 (bf16 scale) or fp16 0.599609375 (fp16 tie) -> e4m3 0.625;
     # with x1 = one 1.0 and yScale 1.0 the output is that weight: 0.625
     k, n = 64, 8
     x1 = np.zeros((1, k), E4M3)

@@ -1,4 +1,4 @@
-"""Hand-checked vectors of spec quant_matmul.md §14 (bit-exact on the integer views), switch alternatives, and the
+"""Hand-checked vectors of docs/ops/quant_matmul.md §14 (bit-exact on the integer views), switch alternatives, and the
 independent golden on the same inputs."""
 
 import ml_dtypes

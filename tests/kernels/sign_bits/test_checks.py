@@ -1,4 +1,4 @@
-"""aclnn checks and status codes (spec sign_bits.md §2.3, §3.3, §6 E1–E5) and the torch_npu-level checks."""
+"""aclnn checks and status codes (docs/ops/sign_bits.md §2.3, §3.3, §6 E1–E5) and the torch_npu-level checks."""
 
 import numpy as np
 import pytest

@@ -8,7 +8,7 @@ import pytest
 from npu_emu.goldens import sign_bits as golden
 from npu_emu.kernels.sign_bits import kernel, tiling
 
-CASES = [  # (n, core_num, ub_size): which branch of sign_bits.md §2 each one takes is asserted below
+CASES = [  # (n, core_num, ub_size): which branch of docs/ops/sign_bits.md §2 each one takes is asserted below
     (64, None, None),                # one block: one core, one tile
     (100, None, None),               # padded tail block
     (5 * 64 + 17, 3, None),          # big and small cores

@@ -1,4 +1,4 @@
-"""Host tiling vectors of spec sign_bits.md §2.5, §2.8, §3.4 and §6 (T1–T6)."""
+"""Host tiling vectors of docs/ops/sign_bits.md §2.5, §2.8, §3.4 and §6 (T1–T6)."""
 
 import pytest
 

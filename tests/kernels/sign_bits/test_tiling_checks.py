@@ -140,11 +140,11 @@ def test_pack_last_tile(change, words):
 
 
 def test_pack_partial_last_byte_needs_padding():
-    # 29996 halves on 1 core (spec §3.4): tiles of 15104, the last tile starts at 15104 and holds 14892 elements,
-    # 14892 % 8 = 4: the last output byte y[3749] is half data, half padding
+    # 29996 halves on 1 core (docs/ops/sign_bits.md §3.4): tiles of 15104, the last tile starts at 15104 and holds
+    # 14892 elements, 14892 % 8 = 4: the last output byte y[3749] is half data, half padding
     x = X_F16[:29_996]
     tr = sbt.pack_tiling(x.size, "float16", core_num=1)
-    assert tr.tiling.rightPaddingElemNums == 4          # ceil16(29996) - 29996 (spec §3.4 step 8)
+    assert tr.tiling.rightPaddingElemNums == 4          # ceil16(29996) - 29996 (docs/ops/sign_bits.md §3.4 step 8)
     assert np.array_equal(_pack(tr, x), golden.sign_bits_pack(x, 1))
     _refused(lambda: _pack(tr, x, rightPaddingElemNums=0), "core 0 tile 1", "y[3749, 3750)",
              "rightPaddingElemNums=0", "copies of x[15104]")
@@ -158,7 +158,7 @@ def test_pack_last_tile_longer_than_tile():
 
 
 def test_pack_tiling_ignores_ub_size_like_cann_and_says_so():
-    # CANN's 910B pack tiling fetches the UB size and never uses it (spec sign_bits.md §3.4): same tiling data
+    # CANN's 910B pack tiling fetches the UB size and never uses it (docs/ops/sign_bits.md §3.4): same tiling data
     small = sbt.pack_tiling(X_F32.size, "float32", ub_size=16384)
     assert small.tiling == sbt.pack_tiling(X_F32.size, "float32").tiling
     assert any("ub_size=16384" in n for n in small.notes)

@@ -1,4 +1,4 @@
-"""Hand-derived vectors of spec sign_bits.md §6 and the golden comparisons (bit-exact on the integer views)."""
+"""Hand-derived vectors of docs/ops/sign_bits.md §6 and the golden comparisons (bit-exact on the integer views)."""
 
 import numpy as np
 import pytest

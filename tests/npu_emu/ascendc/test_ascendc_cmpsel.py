@@ -51,7 +51,7 @@ def unpack_tile_f16(out, bits, n_out):
 
 @njit(cache=True)
 def pack_last_tile_f32(y, x, ub, mask, copy_len, pad, calc_len):
-    # SignBitsPack last tile (docs/ops/sign_bits.md §3.5): DataCopyPad with isPad, rightPadding, value -1; compare; keep bytes
+    # SignBitsPack last tile (§3.5): DataCopyPad with isPad, rightPadding, value -1; compare; keep bytes
     DataCopyPad(ub, x, 1, copy_len * 4, 0, 0, True, 0, pad, np.float32(-1.0))
     CompareScalar(mask, ub, np.float32(0.0), GE, calc_len)
     for j in range(len(y)):

@@ -145,7 +145,7 @@ def test_bf16_arithmetic_matches_ml_dtypes():
 
 
 # (q, zp bits, s bits, y with fp16_subnormal="keep", y with "flush"): docs/ops/gather_dequant_int8.md §6.1; the flush
-# column equals keep where no operand or intermediate is subnormal (G1-G8), G9 flush is given by the spec
+# column equals keep where no operand or intermediate is subnormal (G1-G8), G9 flush is given by the op page
 G_VECTORS = [
     ("G1", 0, 0x57F8, 0x211F, 0xBD1A, 0xBD1A),
     ("G2", 1, 0x57F8, 0x211F, 0xBD10, 0xBD10),

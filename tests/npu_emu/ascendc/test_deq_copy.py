@@ -1,5 +1,5 @@
-"""The CO1 -> CO2 instruction (docs/ops/data_copy_dequant.md): byte placement (§8.4), geometry (§8.5, §5), instruction vs whole-matrix path vs
-golden on random data, and every rejection."""
+"""The CO1 -> CO2 instruction (docs/ops/data_copy_dequant.md): byte placement (§8.4), geometry (§8.5, §5),
+instruction vs whole-matrix path vs golden on random data, and every rejection."""
 
 import numpy as np
 import pytest
@@ -31,7 +31,7 @@ FRACTAL = (np.arange(256).reshape(16, 16) - 100).astype(np.int32)  # v[r][c] = 1
 
 
 @pytest.mark.parametrize("sid, sid0_half, offsets", [
-    # (r, c) = (0, 0) -> 0x9C, (1, 2) -> 0xAE, (15, 15) -> 155 saturated to 0x7F; offsets from the spec table
+    # (r, c) = (0, 0) -> 0x9C, (1, 2) -> 0xAE, (15, 15) -> 155 saturated to 0x7F; offsets from the table of §8.4
     (2, "low", [0, 18, 255]), (0, "low", [0, 34, 495]), (1, "low", [16, 50, 511]),
     (0, "high", [16, 50, 511]), (1, "high", [0, 34, 495]),   # sid0_half="high" swaps the sid 0 / 1 columns
 ])

@@ -21,7 +21,7 @@ def raises_invalid(match):
 # ---- DeqValue ---------------------------------------------------------------------------------------------------
 
 def test_doc_example_word():
-    # docs/ops/data_copy_dequant.md §3.1: the API doc's example value 70369809530880 = 0x0000_4000_3F80_0000, "dst = src"
+    # §3.1: the API doc's example value 70369809530880 = 0x0000_4000_3F80_0000, "dst = src"
     v = DeqValue(70369809530880)
     assert v.word == 0x0000_4000_3F80_0000
     assert float(v.scale) == 1.0 and v.sign and not v.relu and not v.mcb
@@ -45,7 +45,7 @@ def test_spec_words_decode_and_rebuild(word, fields):
 
 
 def test_scale_truncation_and_switch_readings():
-    # docs/ops/data_copy_dequant.md §8.1 row 9: M = 0x3FFFFFFF reads as 0x3FFFE000 = 1.9990234375 (m_truncate), else 1.9999999
+    # §8.1 row 9: M = 0x3FFFFFFF reads as 0x3FFFE000 = 1.9990234375 (m_truncate), else 1.9999999
     v = DeqValue(0x3FFFFFFF)
     assert float(v.scale) == 1.9990234375
     assert v.scale_full == np.uint32(0x3FFFFFFF).view(np.float32)

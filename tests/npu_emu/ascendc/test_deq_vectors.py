@@ -1,5 +1,6 @@
-"""Spec vectors of docs/ops/data_copy_dequant.md §8.1-§8.3, with every switch alternative, through three implementations:
-the numpy golden, the whole-matrix fast path (data_copy_dequant) and the instruction (data_copy_enhanced)."""
+"""The vectors of docs/ops/data_copy_dequant.md §8.1-§8.3, with every switch alternative, through three
+implementations: the numpy golden, the whole-matrix fast path (data_copy_dequant) and the instruction
+(data_copy_enhanced)."""
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ CASES = [
     ("r1", "DEQ8", 0x00004000_3F800000, [100, 127, 128, -129, -5], {}, [100, 127, 127, -128, -5]),
     # row 2: M = 0.5 uint8: 1.5 -> 2, 2.5 -> 2 (RNE), 3.5 -> 4, 0.5 -> 0, -2 -> 0, 300 -> 255
     ("r2", "DEQ8", 0x00000000_3F000000, [3, 5, 7, 1, -4, 600], {}, [2, 2, 4, 0, 0, 255]),
-    # ... ties away: 2.5 -> 3 (spec) and 0.5 -> 1 (same rule)
+    # ... ties away: 2.5 -> 3 (the table) and 0.5 -> 1 (same rule)
     ("r2-half_away", "DEQ8", 0x00000000_3F000000, [3, 5, 7, 1, -4, 600], {"deq8_round": "half_away"},
      [2, 3, 4, 1, 0, 255]),
     # row 3: offset -128, ReLU on the input sign before the offset
@@ -173,7 +174,7 @@ def test_vdeq16_table():
 
 
 def test_vector_relu_comes_from_is_relu_not_entry_bit():
-    # docs/ops/data_copy_dequant.md §3.1 bit 47: in VDEQ modes the entries' ReLU bit is ignored, DEQSCALE bit 15 (isRelu) decides
+    # §3.1 bit 47: in VDEQ modes the entries' ReLU bit is ignored, DEQSCALE bit 15 (isRelu) decides
     words = deq.DeqValue.build_array(np.ones(16), relu=True, sign=True)
     acc = np.full((1, 16), -3, np.int32)
     assert (data_copy_dequant(acc, words) == -3).all()
