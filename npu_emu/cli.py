@@ -497,6 +497,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         rc = args.func(args, commands)
+        sys.stdout.flush()   # inside the try: a closed pipe shows up here when the output fits the buffer
     except AclnnError as e:
         print(f"npu-emu: error {e.status}: {e.message}", file=sys.stderr)
         return 2
@@ -505,6 +506,12 @@ def main(argv=None):
             print(e.code, file=sys.stderr)
             return 2
         raise
+    except BrokenPipeError:
+        # the reader went away (`npu-emu tiling ... | head`): stop quietly, as other command-line tools do
+        # (the interpreter's final flush of stdout would raise again, so stdout is pointed at /dev/null first)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except OSError as e:
         print(f"npu-emu: error: {e.strerror or e} ({e.filename}); check the file and folder arguments",
               file=sys.stderr)

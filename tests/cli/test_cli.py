@@ -41,7 +41,7 @@ def test_list_names_ops_socs_formats_and_demo_cases(capsys):
     for name in ("sign_bits_unpack", "sign_bits_pack", "gather_dequant_int8", "data_copy_dequant"):
         assert name in out
     assert "ascend910b2" in out and "ascend950pr" in out and "kirin9020" in out
-    # formats with their aclDataType codes (spec README §5)
+    # formats with their aclDataType codes (docs/conventions.md §5)
     assert "hifloat8         aclDataType 34" in out and "float4_e2m1      aclDataType 40" in out
     for key in demo.BUILDERS:
         assert key in out
@@ -77,6 +77,17 @@ def test_console_script_and_module_entry_point(tmp_path):
     cmd = [exe] if exe else [sys.executable, "-m", "npu_emu.cli"]
     res = subprocess.run(cmd + ["--version"], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert res.returncode == 0 and res.stdout.startswith("npu-emu ")
+
+
+def test_output_into_a_closed_pipe_stops_quietly(tmp_path):
+    # `npu-emu list | head -0`: the reader has gone before the first line; no error message, no traceback
+    exe = shutil.which("npu-emu", path=os.path.dirname(sys.executable)) or shutil.which("npu-emu")
+    cmd = [exe] if exe else [sys.executable, "-m", "npu_emu.cli"]
+    proc = subprocess.Popen(cmd + ["list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    proc.stdout.close()      # before the command has printed anything
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=300)
+    assert err == "" and proc.returncode in (0, 1)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -211,7 +222,7 @@ def test_compare_decodes_8bit_and_packed_4bit_formats(tmp_path, capsys):
     pa, pb = _files(tmp_path, a, e)
     rc, out, _ = run(["compare", pa, pb, "--dtype", "float8_e4m3fn"], capsys)
     assert rc == 1 and "expected            2.0, actual           2.25" in out and "bits 0x41 vs 0x40" in out
-    # FP4 E2M1: codes 0x2 = 1.0, 0x3 = 1.5 (codecs.md); byte 0x32 holds element 0 = 1.0 (low), element 1 = 1.5
+    # FP4 E2M1: codes 0x2 = 1.0, 0x3 = 1.5 (docs/codecs.md); byte 0x32 holds element 0 = 1.0 (low), element 1 = 1.5
     pa, pb = _files(tmp_path, np.array([0x32, 0x00], np.uint8), np.array([0x32, 0x02], np.uint8))
     rc, out, _ = run(["compare", pa, pb, "--dtype", "float4_e2m1"], capsys)
     assert rc == 1 and "4 float4_e2m1 elements" in out and "mismatch at 2: expected            1.0, actual" in out
@@ -235,7 +246,7 @@ def test_compare_usage_errors(tmp_path, capsys):
 # ---------------------------------------------------------------------------------------------------------------
 
 def test_tiling_prints_the_cann_ut_vector(capsys):
-    # issue 4 / spec sign_bits.md: N = 125,000,000 (unpack, float32) on 910B2 -> blockDim 48 and these fields
+    # issue 4 / docs/ops/sign_bits.md: N = 125,000,000 (unpack, float32) on 910B2 -> blockDim 48 and these fields
     rc, out, _ = run(["tiling", "sign_bits_unpack", "--n", "125000000", "--soc", "ascend910b2"], capsys)
     assert rc == 0 and "blockDim 48" in out
     for v in (2604160, 2604224, 1100, 2368, 1728, 1792):
