@@ -1,4 +1,5 @@
-"""The aclnn checks of the quantised matmul family, in CANN's order, with CANN's status codes (spec §9).
+"""The aclnn checks of the quantised matmul family, in CANN's order, with CANN's status codes
+(docs/ops/quant_matmul.md §9).
 
 Sources (``hicann/ops-nn``, read and re-expressed, not copied):
 * ``matmul/quant_batch_matmul_v4/op_host/op_api/aclnn_quant_matmul_v5.cpp`` - aclnnQuantMatmulV5 (V5 flow,
@@ -978,7 +979,7 @@ def check_v5(a, soc, *, group_size_inference="checker"):
                                 f"weight or call aclnnQuantMatmulWeightNz")
     for t, nm in ((a.x1, "x1"), (a.x2, "x2"), (a.x2_scale, "x2Scale"), (a.out, "out")):
         _null(t, nm, api)
-    # CheckInputExistence returns ACLNN_ERR_PARAM_NULLPTR for every one of its failures (spec §14 says 161002
+    # CheckInputExistence returns ACLNN_ERR_PARAM_NULLPTR for every one of its failures (§14 says 161002
     # for x1Offset; aclnn_quant_matmul_v5.cpp: CHECK_RET(CheckInputExistence(...), ACLNN_ERR_PARAM_NULLPTR))
     a8w4 = rt.is_a8w4_float(a.x1, a.x2) or rt.is_a8w4_int(a.x1, a.x2)
     if not a8w4 and _present(a.y_scale):
@@ -1055,6 +1056,11 @@ def check_v3v4(a, soc, *, group_size_inference="checker"):
         if a8w4_f:
             raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"{api}: A8W4 float is only supported on Ascend 950")
         _check_a2_legacy(a, soc, a4w4)
+        # the A8W4-int ("MSD") kernel adds yOffset in its last step and CANN requires it; aclnnQuantMatmulV3/V4
+        # have no yOffset argument, so only WeightNz (and V5) can make this call
+        _need(not a8w4_i or _present(a.y_offset),
+              f"{api}: In A8W4_Int mode, yOffset does not support empty tensor or nullptr; pass it through "
+              f"aclnnQuantMatmulV5 or aclnnQuantMatmulWeightNz (torch_npu: the offset argument)")
     v4 = "A8W4-float" if a8w4_f else ("A8W4-int" if a8w4_i else None)
     return CheckResult("QuantBatchMatmulV4" if v4 else "QuantBatchMatmulV3", v4, gs_real,
                        replace(a, group_size=gs_real))
@@ -1122,7 +1128,8 @@ def require_v3_kernel(res, soc):
 
 
 def check_v4_tiling(res, soc):
-    """The V4 tiling rejections npu-emu knows (561002, spec §9 "V4 tiling"): A2/A3 per-block and per-group.
+    """The V4 tiling rejections npu-emu knows (561002, docs/ops/quant_matmul.md §9 "V4 tiling"): A2/A3 per-block and
+    per-group.
 
     The per-block/per-group/MSD tiling itself is issue 8; these are the shape rules its IsCapable/CheckParams
     apply (``quant_batch_matmul_v4_perblock_tiling.cpp``, ``..._pergroup_tiling.cpp``)."""

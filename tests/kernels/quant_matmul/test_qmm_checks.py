@@ -1,5 +1,6 @@
-"""The aclnn checks and their status codes (spec §9; hicann/ops-nn aclnn_quant_matmul_v5.cpp, aclnn_quant_matmul_v4.cpp,
-quant_matmul_checker.cpp), the V4 routing, the empty-tensor shortcuts and the front-end argument checks."""
+"""The aclnn checks and their status codes (docs/ops/quant_matmul.md §9; hicann/ops-nn aclnn_quant_matmul_v5.cpp,
+aclnn_quant_matmul_v4.cpp, quant_matmul_checker.cpp), the V4 routing, the empty-tensor shortcuts and the front-end
+argument checks."""
 
 import ml_dtypes
 import numpy as np
@@ -51,7 +52,7 @@ def test_v5_nullptr(missing):
 
 
 def test_v5_unsupported_present_arguments_are_nullptr_status():
-    # CheckInputExistence fails with ACLNN_ERR_PARAM_NULLPTR for every failure (spec §14 says 161002 for x1Offset;
+    # CheckInputExistence fails with ACLNN_ERR_PARAM_NULLPTR for every failure (§14 says 161002 for x1Offset;
     # aclnn_quant_matmul_v5.cpp returns CHECK_RET(..., ACLNN_ERR_PARAM_NULLPTR))
     assert status(v5(**OK_ARGS, x1o=np.ones(1, np.float32))) == NULL
     assert status(v5(**OK_ARGS, ys=np.ones((1, 16), np.uint64))) == NULL
@@ -136,6 +137,16 @@ def test_a8w4_int_routes_to_v4(soc, code):
     assert status(v5(**args)) == code
 
 
+def test_a8w4_int_through_v4_needs_the_y_offset_it_cannot_pass():
+    # aclnnQuantMatmulV4 has no yOffset, which the MSD kernel adds: rejected in phase one (it used to pass the checks
+    # and fail in phase two with a KeyError)
+    out = np.zeros((2, 8), np.float16)
+    ret = api.aclnnQuantMatmulV4GetWorkspaceSize(i8(2, 256), np.ones((256, 1), np.int32), u64(8).view(np.uint64), None,
+                                                np.ones(2, np.float32), None, False, False, out, soc=A2)
+    assert status(ret) == INVALID and "yOffset" in recent_error()
+    assert not out.any()
+
+
 def _a8w4_float(**kw):
     k, n = 64, 16
     d = dict(x1=np.ones((4, k), E4M3), x2=np.zeros((n, k // 2), np.uint8), x1s=None,
@@ -159,7 +170,8 @@ def test_a2_perblock_tiling_rejections():
         return v5(x1=i8(4, k), x2=i8(n, k), x1s=np.ones((4, k // 128), np.float32),
                   x2s=np.ones((n // 128, k // 128), np.float32), t2=True, gs=(1 << 32) | (128 << 16) | 128,
                   bias=np.ones(n, np.float32), out=np.zeros((4, n), BF16), soc=A2)
-    assert status(pb(128)) == TILING                                      # spec §14: N = 128 -> 561002
+    # docs/ops/quant_matmul.md §14: N = 128 -> 561002
+    assert status(pb(128)) == TILING
     assert status(pb(256)) == 0                                           # valid: the emulated V4 per-block kernel
 
 
