@@ -40,23 +40,27 @@ CAST_OVERFLOW = ("inf", "saturate")
 LAST_DIM_LIMIT = 65535
 SPARSE_WEIGHT_RATIO = 0.625      # the tiling cost model's weight traffic relative to dense (informational)
 
-# mask p = (w0!=0)<<3 | (w1!=0)<<2 | (w2!=0)<<1 | (w3!=0) -> 4-bit code (c1 << 2 | c0), -1 = more than two
-# non-zeros. Kept positions: pos0 = c0, pos1 = c1 + 1 (docs/ops/sparse4to2_quant_matmul.md §2 table).
-_CODE_OF_MASK = np.array([
-    0b0000,  # 0000: both kept values zero, positions 0, 1
-    0b1000,  # 0001: positions 0, 3
-    0b1010,  # 0010: positions 2, 3
-    0b1010,  # 0011: positions 2, 3
-    0b0101,  # 0100: positions 1, 2
-    0b1001,  # 0101: positions 1, 3
-    0b0101,  # 0110: positions 1, 2
-    -1,      # 0111
-    0b0000,  # 1000: positions 0, 1
-    0b1000,  # 1001: positions 0, 3
-    0b0100,  # 1010: positions 0, 2
-    -1,      # 1011
-    0b0000,  # 1100: positions 0, 1
-    -1, -1, -1,
+# aclnnTransSparse4to2Para's table (hicann/ops-nn: matmul/sparse4to2quant_matmul/op_api/
+# aclnn_trans_sparse4to2_para.cpp, SPARSE_MAP; docs/ops/sparse4to2_quant_matmul.md §2): mask
+# p = (w0!=0)<<3 | (w1!=0)<<2 | (w2!=0)<<1 | (w3!=0) -> (first kept, second kept, 4-bit code c1 << 2 | c0);
+# code -1 = more than two non-zeros. The cube reads the kept values back at positions c0 and c1 + 1, which are not
+# always where they came from: for 0100 and 0010 the second kept value is a zero that decodes to position 1, so a
+# decoder must add each kept value into its position (decompress), never overwrite.
+_SPARSE_MAP = np.array([
+    (0, 0, 0b0000),   # 0000: two zeros; positions 0, 1
+    (0, 3, 0b1000),   # 0001: positions 0, 3
+    (2, 3, 0b0010),   # 0010: positions 2, 1 (the kept w3 = 0 lands on position 1)
+    (2, 3, 0b1010),   # 0011: positions 2, 3
+    (1, 2, 0b0001),   # 0100: positions 1, 1 (the kept w2 = 0 adds into position 1)
+    (1, 3, 0b1001),   # 0101: positions 1, 3
+    (1, 2, 0b0101),   # 0110: positions 1, 2
+    (0, 0, -1),       # 0111
+    (0, 1, 0b0000),   # 1000: positions 0, 1
+    (0, 3, 0b1000),   # 1001: positions 0, 3
+    (0, 2, 0b0100),   # 1010: positions 0, 2
+    (0, 0, -1),       # 1011
+    (0, 1, 0b0000),   # 1100: positions 0, 1
+    (0, 0, -1), (0, 0, -1), (0, 0, -1),
 ], np.int16)
 
 
@@ -103,7 +107,7 @@ def trans_sparse4to2_para(weight):
     groups = pad.reshape(n16, k1 * 16, 4)
     nz = groups != 0
     mask = (nz[..., 0].astype(np.int16) << 3) | (nz[..., 1] << 2) | (nz[..., 2] << 1) | nz[..., 3]
-    code = _CODE_OF_MASK[mask]
+    first, second, code = (_SPARSE_MAP[mask, j] for j in range(3))
     bad = np.argwhere(code[:n] < 0)
     if bad.size:
         r, g = (int(v) for v in bad[0])
@@ -112,10 +116,9 @@ def trans_sparse4to2_para(weight):
                          f"{4 * g + 3} holds {int(nz[r, g].sum())} non-zeros {groups[r, g].tolist()} "
                          f"({bad.shape[0]} such groups); keep at most 2 non-zeros in every 4 consecutive weights")
     code = code.astype(np.uint8)
-    pos0 = (code & 3).astype(np.intp)
-    pos1 = ((code >> 2) + 1).astype(np.intp)
-    kept = np.stack([np.take_along_axis(groups, pos0[..., None], -1)[..., 0],
-                     np.take_along_axis(groups, pos1[..., None], -1)[..., 0]], axis=-1)    # (n16, k1*16, 2)
+    kept = np.stack([np.take_along_axis(groups, first[..., None].astype(np.intp), -1)[..., 0],
+                     np.take_along_axis(groups, second[..., None].astype(np.intp), -1)[..., 0]],
+                    axis=-1)                                                             # (n16, k1*16, 2)
     pairs = code.reshape(n16, k1 * 8, 2)
     idx = (pairs[..., 1] << 4) | pairs[..., 0]                                           # (n16, k1*8)
     sparse = kept.reshape(n16, k1, 32).transpose(1, 0, 2).reshape(k1, n1, 16, 32)
@@ -125,8 +128,9 @@ def trans_sparse4to2_para(weight):
 
 
 def decompress(sparse, index, n, k):
-    """NZ kept values + index -> the dense int8 (n, k) weight the cube's sparse path multiplies
-    (docs/ops/sparse4to2_quant_matmul.md §2 decode)."""
+    """NZ kept values + index -> the dense (n, k) weight the cube's sparse path multiplies
+    (docs/ops/sparse4to2_quant_matmul.md §2 decode): each kept value is multiplied with the activation at its
+    decoded position, so a position that two kept values name gets their sum (int16: exact for any codes)."""
     k1, n1 = sparse.shape[0], sparse.shape[1]
     n16 = n1 * 16
     kept = sparse.reshape(k1, n16, 32).transpose(1, 0, 2).reshape(n16, k1 * 16, 2)
@@ -134,25 +138,26 @@ def decompress(sparse, index, n, k):
     code = np.stack([idx & 0x0F, idx >> 4], axis=-1).reshape(n16, k1 * 16)
     pos0 = (code & 3).astype(np.intp)
     pos1 = ((code >> 2) + 1).astype(np.intp)
-    dense = np.zeros((n16, k1 * 16, 4), np.int8)
+    dense = np.zeros((n16, k1 * 16, 4), np.int16)
+    second = np.zeros_like(dense)
     np.put_along_axis(dense, pos0[..., None], kept[..., 0:1], -1)
-    np.put_along_axis(dense, pos1[..., None], kept[..., 1:2], -1)
+    np.put_along_axis(second, pos1[..., None], kept[..., 1:2], -1)
+    dense += second
     return dense.reshape(n16, k1 * 64)[:n, :k]
 
 
 def _check_codes(index, n, k):
-    """Emulator-added: a code field of 3 (never produced by the compressor) or pos0 >= pos1 has no documented
-    meaning on the cube's sparse path."""
+    """Emulator-added: a second field of 3 would name position 4, outside the group of 4 (the compressor never
+    writes it; what the cube does with it is not documented)."""
     k1 = index.shape[0]
     idx = index.reshape(k1, -1, 8)[:, :n, :]                       # rows past n are padding, never read
     codes = np.stack([idx & 0x0F, idx >> 4], axis=-1).reshape(k1, n, 16)
-    c0, c1 = codes & 3, codes >> 2
-    bad = (c0 == 3) | (c1 == 3) | (c0 >= c1 + 1)
+    bad = (codes >> 2) == 3
     if bad.any():
         kb, r, g = (int(v) for v in np.argwhere(bad)[0])
         raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                          f"{OP}: index code 0b{int(codes[kb, r, g]):04b} for row {r}, k {(kb * 16 + g) * 4} is not "
-                         f"one aclnnTransSparse4to2Para produces (a field of 3, or first position >= second); "
+                         f"one aclnnTransSparse4to2Para produces (bits 3..2 = 3 would name position 4); "
                          f"build the index with trans_sparse4to2_para (emulator-added check)")
 
 

@@ -440,8 +440,10 @@ def a8w4_msd(x1, w, x2_scale_words, y_offset, x1_scale, *, out_dtype="bfloat16",
 
 def sparse4to2_compress(weight):
     """Dense int8 (n, k) -> (kept values NZ (⌈k/64⌉, ⌈n/16⌉, 16, 32), index (⌈k/64⌉, ⌈n/16⌉, 16, 8)), group by
-    group in plain Python: keep the non-zero positions (a single one at position q keeps (q, q+1), or (0, 3) for
-    q = 3; none keeps (0, 1)), code = (second − 1) << 2 | first. Raises ValueError on > 2 non-zeros."""
+    group in plain Python, as the table of docs/ops/sparse4to2_quant_matmul.md §2 says: two non-zeros at p0 < p1
+    keep (p0, p1) with code (p1 − 1) << 2 | p0; a single one at q keeps (q, q + 1) with code q for q = 0, 1, 2
+    (its zero partner decodes to position 1), or (0, 3) with code 0b1000 for q = 3; none keeps two zeros with code 0.
+    Raises ValueError on > 2 non-zeros."""
     w = np.asarray(weight, np.int8)
     n, k = w.shape
     k1, n1 = -(-k // 64), -(-n // 16)
@@ -455,11 +457,13 @@ def sparse4to2_compress(weight):
                 raise ValueError(f"row {r} group {g}: {vals} has more than 2 non-zeros")
             if len(nzp) == 2:
                 p0, p1 = nzp
+                code = ((p1 - 1) << 2) | p0
+            elif len(nzp) == 1 and nzp[0] == 3:
+                p0, p1, code = 0, 3, 0b1000
             elif len(nzp) == 1:
-                p0, p1 = (0, 3) if nzp[0] == 3 else (nzp[0], nzp[0] + 1)
+                p0, p1, code = nzp[0], nzp[0] + 1, nzp[0]
             else:
-                p0, p1 = 0, 1
-            code = ((p1 - 1) << 2) | p0
+                p0, p1, code = 0, 1, 0
             kb, sub = divmod(g, 16)                  # 16 groups (64 k values) per 32-byte C0 row
             sparse[kb, r, 2 * sub] = vals[p0]
             sparse[kb, r, 2 * sub + 1] = vals[p1]
@@ -468,17 +472,18 @@ def sparse4to2_compress(weight):
 
 
 def sparse4to2_decompress(sparse, index, n, k):
-    """The inverse: pos0 = code & 3, pos1 = (code >> 2) + 1 (docs/ops/quant_matmul.md §2 decode rule), loops."""
+    """The inverse: the first kept value is added at position code & 3, the second at (code >> 2) + 1
+    (docs/ops/sparse4to2_quant_matmul.md §2 decode rule; adding, since both may name one position), loops; int16."""
     k1 = sparse.shape[0]
     sp = np.asarray(sparse, np.int8).reshape(k1, -1, 32)
     ix = np.asarray(index, np.uint8).reshape(k1, -1, 8)
-    dense = np.zeros((n, k1 * 64), np.int8)
+    dense = np.zeros((n, k1 * 64), np.int16)
     for r in range(n):
         for g in range(k1 * 16):
             kb, sub = divmod(g, 16)
             code = (int(ix[kb, r, sub // 2]) >> (4 * (sub % 2))) & 0xF
-            dense[r, 4 * g + (code & 3)] = sp[kb, r, 2 * sub]
-            dense[r, 4 * g + (code >> 2) + 1] = sp[kb, r, 2 * sub + 1]
+            dense[r, 4 * g + (code & 3)] += int(sp[kb, r, 2 * sub])
+            dense[r, 4 * g + (code >> 2) + 1] += int(sp[kb, r, 2 * sub + 1])
     return dense[:, :k]
 
 

@@ -60,8 +60,8 @@ def test_tv_j_compression():
 
 
 @pytest.mark.parametrize("group, code, kept", [
-    ([0, 7, 0, 0], 0b0101, [7, 0]),      # TV-S2: single non-zero at 1 keeps positions 1, 2
-    ([0, 0, 7, 0], 0b1010, [7, 0]),      # single non-zero at 2 keeps positions 2, 3
+    ([0, 7, 0, 0], 0b0001, [7, 0]),      # TV-S2: single non-zero at 1 keeps w1, w2; decodes to positions 1, 1
+    ([0, 0, 7, 0], 0b0010, [7, 0]),      # single non-zero at 2 keeps w2, w3; decodes to positions 2, 1
     ([0, 0, 0, 0], 0b0000, [0, 0]),      # all zero keeps positions 0, 1
     ([0, 0, 0, 7], 0b1000, [0, 7]),      # single non-zero at 3 keeps positions 0, 3 (table row 0001)
     ([7, 0, 0, 0], 0b0000, [7, 0]),      # table row 1000
@@ -76,6 +76,42 @@ def test_tv_s2_codes(group, code, kept):
     assert s[0, 0, 0, :2].tolist() == kept
     assert np.array_equal(sp.decompress(s, idx, 1, 8), w)
     assert np.array_equal(golden.sparse4to2_decompress(s, idx, 1, 8), w)
+    gs, gi = golden.sparse4to2_compress(w)
+    assert np.array_equal(gs, s) and np.array_equal(gi, idx)
+
+
+def _one_group(kept, code):
+    """NZ storage and index of a (1, 8) weight whose first group holds ``kept`` under ``code``."""
+    s = np.zeros((1, 1, 16, 32), np.int8)
+    idx = np.zeros((1, 1, 16, 8), np.uint8)
+    s[0, 0, 0, :2] = kept
+    idx[0, 0, 0, 0] = code
+    return s, idx
+
+
+@pytest.mark.parametrize("kept, code, dense", [
+    ([7, 0], 0b0001, [0, 7, 0, 0]),      # CANN's code for [0, 7, 0, 0]: both kept values name position 1
+    ([7, 0], 0b0010, [0, 0, 7, 0]),      # CANN's code for [0, 0, 7, 0]: the kept zero names position 1
+    ([3, 4], 0b0110, [0, 0, 7, 0]),      # a code no compressor writes, both non-zero at position 2: 3 + 4
+    ([-128, -128], 0b0001, [0, -256, 0, 0]),   # the sum leaves int8: the product is still exact
+])
+def test_decode_adds_each_kept_value_at_its_position(kept, code, dense):
+    # the cube multiplies each kept value with the activation at its decoded position, so values that name one
+    # position add up; overwriting (as npu-emu once did) lost w1 for CANN's code 0001
+    s, idx = _one_group(kept, code)
+    want = np.array([dense + [0, 0, 0, 0]])
+    assert np.array_equal(sp.decompress(s, idx, 1, 8), want)
+    assert np.array_equal(golden.sparse4to2_decompress(s, idx, 1, 8), want)
+    x = np.array([[1, 2, 3, 4, 5, 6, 7, 8]], np.int8)
+    y = sp.sparse4to2_quant_matmul(x, s, idx, np.array([1.0], np.float32), np.array([1.0], np.float32))
+    assert float(np.asarray(y, np.float32)[0, 0]) == float(np.dot(want[0], np.arange(1, 9)))
+
+
+def test_index_naming_position_4_is_rejected():
+    s, idx = _one_group([1, 1], 0b1100)                 # bits 3..2 = 3: second position 3 + 1 = 4
+    x = np.ones((1, 8), np.int8)
+    assert status(lambda: sp.sparse4to2_quant_matmul(x, s, idx, np.ones(1, np.float32),
+                                                     np.ones(1, np.float32))) == 161002
 
 
 @pytest.mark.parametrize("n, k", [(1, 16), (5, 24), (17, 70), (33, 130), (16, 64)])
@@ -226,7 +262,7 @@ def test_soc_and_code_checks():
     kw = _inputs()
     assert status(lambda: sp.sparse4to2_quant_matmul(**kw, soc="ascend950pr")) == 161002
     bad = kw["index"].copy()
-    bad[0, 0, 0, 0] = 0x03                                   # c0 = 3 is never produced by the compressor
+    bad[0, 0, 0, 0] = 0x0C                                   # c1 = 3 names position 4, outside the group
     kw["index"] = bad
     assert status(lambda: sp.sparse4to2_quant_matmul(**kw)) == 161002
 
