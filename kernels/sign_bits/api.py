@@ -41,28 +41,32 @@ def _user_tiling(tiling, cls, host):
                                    host.ub_size, host.core_num, host.soc)
 
 
-def _make_trace(op, tr, overruns, notes=()):
+def _make_trace(op, tr, overruns):
     td = tr.tiling
     return Trace(op=op, soc=tr.soc, tiling_data=td.fields(), tiling_data_bytes=td.to_bytes(),
                  tiling_key=tr.tiling_key, block_dim=tr.block_dim, workspace_size=tr.workspace_size,
-                 ub_bytes_per_core=tr.ub_size, gm_overrun=list(overruns), notes=list(notes))
+                 ub_bytes_per_core=tr.ub_size, gm_overrun=list(overruns), notes=list(tr.notes))
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # the computations shared by both front ends (inputs already checked)
 # ---------------------------------------------------------------------------------------------------------------
 
-def _tiling_result(op, n, name, soc, core_num, ub_size, tiling, block_dim):
+def _tiling_result(op, n, name, soc, core_num, ub_size, tiling, block_dim, size=1):
     """The host tiling (or the user's ``tiling`` in its place) launched on ``block_dim`` cores; pure in its
-    arguments, so the front ends take it from npu_emu.memo (a user tiling by its fields or packed bytes)."""
+    arguments, so the front ends take it from npu_emu.memo (a user tiling by its fields or packed bytes).
+    ``size``: the op attribute, a field of the 950 unpack struct (the 910B structs do not carry it)."""
     family = checks.soc_family(soc)
+    extra = {}
     if op == "unpack":
         host = tiling_mod.unpack_tiling_950 if family == "950" else tiling_mod.unpack_tiling
         cls = tiling_mod.SignBitsUnpackTilingData950 if family == "950" else tiling_mod.SignBitsUnpackTilingData
+        if family == "950":
+            extra["size"] = size
     else:
         host = tiling_mod.pack_tiling_950 if family == "950" else tiling_mod.pack_tiling
         cls = tiling_mod.SignBitsPackTilingData950 if family == "950" else tiling_mod.SignBitsPackTilingData
-    tr = _user_tiling(tiling, cls, host(n, name, soc=soc, core_num=core_num, ub_size=ub_size))
+    tr = _user_tiling(tiling, cls, host(n, name, soc=soc, core_num=core_num, ub_size=ub_size, **extra))
     return kernel.with_block_dim(tr, block_dim)
 
 
@@ -75,7 +79,7 @@ def _unpack(x, size, out_name, soc, core_num, ub_size, tiling, block_dim, valida
     family = checks.soc_family(soc)
     check_memory(8 * n * np.dtype(out_dtype).itemsize, "SignBitsUnpack output")
     y = np.empty(8 * n, out_dtype)
-    tr = memo.call(_tiling_result, "unpack", n, out_name, soc, core_num, ub_size, tiling, block_dim)
+    tr = memo.call(_tiling_result, "unpack", n, out_name, soc, core_num, ub_size, tiling, block_dim, size)
     overruns = kernel.run_unpack(x, y, tr, family, validate=validate, faithful=faithful)
     return y.reshape(size, -1), tr, overruns
 
@@ -168,7 +172,7 @@ def aclnnSignBitsUnpackGetWorkspaceSize(self, size, dtype, out, *, soc=DEFAULT_S
         if s.size == 0 or o.size == 0:
             return Executor("aclnnSignBitsUnpack", lambda: None, 0)
         checks.require_kernel("unpack", soc)
-        tr = memo.call(_tiling_result, "unpack", s.shape[0], out_name, soc, cn, ub, None, None)
+        tr = memo.call(_tiling_result, "unpack", s.shape[0], out_name, soc, cn, ub, None, None, sz)
 
         def run():
             y, _, _ = _unpack(s, sz, out_name, soc, cn, ub, None, None, True)

@@ -88,3 +88,15 @@ def test_unpack_950_tiling():
     assert f["blockFactor"] == 32 and tr.block_dim == 32
     avail = 262144 - -(-262144 // 65) * 64
     assert f["ubFactor"] == avail * 8 // 128 * 128
+
+
+def test_traces_carry_the_size_field_and_the_tiling_notes():
+    # the 950 unpack struct holds the op's size attribute; the host tiling's notes reach the trace
+    import numpy as np
+
+    from npu_emu.kernels.sign_bits.api import npu_sign_bits_pack, npu_sign_bits_unpack
+
+    _, tr = npu_sign_bits_unpack(np.zeros(64, np.uint8), 2, 0, soc="ascend950pr", trace=True)
+    assert tr.tiling_data["size"] == 2
+    _, tr = npu_sign_bits_pack(np.ones(64, np.float32), 1, soc="ascend950pr", trace=True)
+    assert any("decomposition" in note for note in tr.notes)
