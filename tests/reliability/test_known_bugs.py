@@ -1,7 +1,8 @@
-"""Minimal reproducers of the bugs the reliability fuzz found, pinned with xfail(strict=True): each test states the
-contract (an AclnnError / a CANN status / exit status 2 with a message) and fails today. When a bug is fixed its test
-XPASSes, which fails the run: then drop the xfail mark here and the matching entry of helpers.KNOWN_SIGNATURES (the
-fuzz skips examples that die with a known signature unless NPU_EMU_FUZZ_KNOWN_BUGS=1)."""
+"""Minimal reproducers of the bugs the reliability fuzz found; each test states the contract (an AclnnError / a CANN
+status / exit status 2 with a message). All of them are fixed, so these are regression tests. A new bug the fuzz
+finds gets its reproducer here pinned with ``_xfail`` (strict: the test fails once the bug is fixed, so the mark and
+its entry in helpers.KNOWN_SIGNATURES are then removed; the fuzz skips examples that die with a known signature
+unless NPU_EMU_FUZZ_KNOWN_BUGS=1)."""
 
 import contextlib
 import io
