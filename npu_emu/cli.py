@@ -206,6 +206,40 @@ def compare_arrays(actual, expected, dtype, *, rtol=None, atol=None):
     return va, ve, bad
 
 
+def _onnx_module():
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        raise SystemExit("npu-emu: `npu-emu onnx` needs the onnx package: pip install 'npu-emu[onnx]'") from None
+    import npu_emu.onnx
+
+    return npu_emu.onnx
+
+
+def _pairs(items, what, convert=str):
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise SystemExit(f"npu-emu: {what} {item!r} must read NAME=VALUE")
+        out[name] = convert(value)
+    return out
+
+
+def _cmd_onnx_check(a, commands):
+    lines, ok = _onnx_module().cli_check(a.model)
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
+def _cmd_onnx_run(a, commands):
+    mod = _onnx_module()
+    written = mod.cli_run(a.model, _pairs(a.input, "--input"), _pairs(a.shape, "--shape", parse_shape), a.output)
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
 def _cmd_compare(a, commands):
     entry = None
     if a.dtype is None or a.shape is None:
@@ -441,6 +475,28 @@ def build_parser(commands):
                     help="also write the results (seconds, compiled kernels, errors) as JSON to FILE")
     sp.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in logs)")
     sp.set_defaults(func=_cmd_compile)
+
+    sp = sub.add_parser(
+        "onnx", formatter_class=fmt,
+        help="run an ONNX model whose Ascend custom nodes (GatherDequantInt8, npu::NPUSignBits*) run on npu-emu",
+        description=_w("Runs ONNX models that carry Ascend custom nodes on the CPU: each node npu-emu knows runs "
+                       "through npu_emu.ops with its checks, every other node on onnx's reference implementation. "
+                       "Needs the onnx package (pip install 'npu-emu[onnx]')."),
+        epilog="examples:\n  npu-emu onnx check GatherDequantInt8.onnx\n"
+               "  npu-emu onnx run GatherDequantInt8.onnx --input table=table.bin --input indices=indices.bin \\\n"
+               "      --input scale=scale.bin --input zero_point=zero_point.bin --output out/")
+    onnx_sub = sp.add_subparsers(dest="onnx_command", required=True, metavar="SUBCOMMAND")
+    op = onnx_sub.add_parser("check", help="list the model's nodes: emulated, standard or unsupported")
+    op.add_argument("model", help="the .onnx file")
+    op.set_defaults(func=_cmd_onnx_check)
+    op = onnx_sub.add_parser("run", help="run the model on raw .bin inputs; writes OUTPUT/<name>.bin + manifest.json")
+    op.add_argument("model", help="the .onnx file")
+    op.add_argument("--input", action="append", default=[], metavar="NAME=FILE",
+                    help="a graph input as a raw little-endian .bin of the input's ONNX type (repeat per input)")
+    op.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                    help="the shape of an input whose model shape has symbolic dimensions")
+    op.add_argument("--output", required=True, help="folder for the outputs (<output name>.bin) and manifest.json")
+    op.set_defaults(func=_cmd_onnx_run)
 
     sp = sub.add_parser(
         "compare", formatter_class=fmt,
