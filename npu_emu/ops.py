@@ -22,6 +22,7 @@ _FAMILIES = {
     "data_copy_dequant": "npu_emu.kernels.data_copy_dequant.api",
     "gather_dequant_int8": "npu_emu.kernels.gather_dequant_int8.api",
     "mx_dequantize": "npu_emu.kernels.mx_quant.api",
+    "npu_anti_mx_quant": "npu_emu.kernels.mx_quant.api",
     "npu_dynamic_mx_quant": "npu_emu.kernels.mx_quant.api",
     "npu_grouped_dynamic_mx_quant": "npu_emu.kernels.mx_quant.api",
     "NzWeight": "npu_emu.kernels.quant_matmul.api",

@@ -593,4 +593,37 @@ def mx_dequantize(y, mxscale, *, dst_type, axis=-1, block_size=32, group_index=N
     shp = blocks.shape
     blocks = blocks.reshape(shp[:ax] + (shp[ax] * 2,) + shp[ax + 2:])
     per_elem = np.take(np.repeat(blocks, block_size, axis=ax), np.arange(vals.shape[ax]), axis=ax)
-    return (vals * per_elem).astype(np.float32)
+    with np.errstate(over="ignore"):                  # a product past float32's range is +-inf, as on the device
+        return (vals * per_elem).astype(np.float32)
+
+
+def npu_anti_mx_quant(x, mxscale, *, axis=-1, dst_type=15, src_type=292, e8m0_zero="pow2",
+                      fp4_nibble_order="low_first"):
+    """torch_npu.npu_anti_mx_quant(x, mxscale, ...) -> y: AntiMxQuant, y = x * 2^(scale - 127) in blocks of 32
+    along the last axis, written as float32 / float16 / bfloat16 (docs/ops/mx_quant.md §7.4).
+
+    x: FP8 codes (float8_e4m3fn / float8_e5m2) or FP4 codes packed in uint8 (two per byte); mxscale: E8M0 codes in
+    DynamicMxQuant's layout. dst_type: torch code 15 (bfloat16, default), 5 (float16), 6 (float32), a dtype or a
+    name; src_type: 292/24 float8_e4m3fn (default), 291/23 float8_e5m2, 296 float4_e2m1, 297 float4_e1m2.
+    The kernel's arithmetic: FP8 x in float32 times the scale, cast to y with RINT and saturation; FP4 x in
+    bfloat16 times the scale (stored as it is for a bfloat16 y, else cast with RINT and saturation).
+    """
+    from npu_emu import dtypes
+
+    origin = Origin()
+    xa = as_array(x, "x", origin=origin)
+    sa = as_array(mxscale, "mxscale")
+    axis, out, src, _ = checks.check_anti(xa, sa, axis, dst_type, src_type)
+    # the products are exact in float32 (and, for FP4, in bfloat16) except where they leave the format's range,
+    # so mx_dequantize's one rounding to float32 is the device's float32 product
+    y32 = mx_dequantize(xa, sa, dst_type=src, axis=axis, block_size=32, e8m0_zero=e8m0_zero,
+                        fp4_nibble_order=fp4_nibble_order)
+    if src in FP4:
+        y16 = dtypes.to_bfloat16(y32)                    # the bfloat16 multiply: IEEE overflow to +-inf
+        if out == "bfloat16":
+            return to_user(y16, origin)
+        y32 = y16.astype(np.float32)
+    if out == "float32":
+        return to_user(y32, origin)
+    cast = dtypes.to_float16 if out == "float16" else dtypes.to_bfloat16
+    return to_user(cast(y32, round_mode="rint", saturate=True), origin)

@@ -18,10 +18,12 @@ import numpy as np
 
 from npu_emu import platforms
 from npu_emu.errors import (
+    ACLNN_ERR_INNER_TILING_ERROR,
     ACLNN_ERR_PARAM_INVALID,
     ACLNN_ERR_PARAM_NULLPTR,
     ACLNN_ERR_RUNTIME_ERROR,
     AclnnError,
+    invalid,
 )
 from npu_emu.frontend import TORCH_NPU_DTYPES, resolve_torch_npu_dtype
 from npu_emu.kernels.mx_quant.tiling import ACL_CODE, FP4, FP8, ROUND_MODES, Y_DTYPES
@@ -325,3 +327,51 @@ def check_dynamic_torch(x, axis, dst_type, block_size):
         raise _bad("The last dim input shape must be divisible by 2 if output dtype is torch_npu.float4_e2m1 or "
                    "torch_npu.float4_e1m2")
     return y_dtype
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# AntiMxQuant (torch_npu.npu_anti_mx_quant): op-plugin AntiMxQuantKernelNpuOpApi.cpp and the aclnn / tiling checks
+# ---------------------------------------------------------------------------------------------------------------
+
+# src_type: torch codes (23/24) or torch_npu's (291/292/296/297), as op-plugin takes them
+ANTI_SRC = {23: "float8_e5m2", 24: "float8_e4m3fn", 291: "float8_e5m2", 292: "float8_e4m3fn", 296: "float4_e2m1",
+            297: "float4_e1m2"}
+# dst_type: torch ScalarType codes of the three outputs the kernel writes (c10: Half 5, Float 6, BFloat16 15)
+ANTI_DST = {5: "float16", 6: "float32", 15: "bfloat16"}
+
+
+def check_anti(x, mxscale, axis, dst_type, src_type):
+    """-> (axis, output name, source format name, output shape) for arrays already normalised; first failure
+    raises (docs/ops/mx_quant.md §7.4)."""
+    src = ANTI_SRC.get(int(src_type)) if isinstance(src_type, (int, np.integer)) else None
+    if src is None:
+        src = {"float8_e5m2": "float8_e5m2", "float8_e4m3fn": "float8_e4m3fn", "float4_e2m1": "float4_e2m1",
+               "float4_e1m2": "float4_e1m2"}.get(str(src_type).replace("torch.", ""))
+    if src is None:
+        raise invalid(f"src_type={src_type!r} is not an MX element format; use 23/291 (float8_e5m2), 24/292 "
+                      f"(float8_e4m3fn), 296 (float4_e2m1) or 297 (float4_e1m2)")
+    out = ANTI_DST.get(int(dst_type)) if isinstance(dst_type, (int, np.integer)) else None
+    if out is None:
+        out = str(getattr(dst_type, "name", dst_type)).replace("torch.", "")
+        if out not in ("float32", "float16", "bfloat16"):
+            raise invalid(f"dst_type={dst_type!r}: y must be float32, float16 or bfloat16 (torch codes 6, 5, 15)")
+    if not 1 <= x.ndim <= 7 or not 2 <= mxscale.ndim <= 8:
+        raise invalid(f"x must have 1-7 dimensions and mxscale 2-8 (got {x.ndim} and {mxscale.ndim})")
+    axis = -1 if axis is None else int(axis)
+    if not -x.ndim <= axis < x.ndim:
+        raise invalid(f"axis={axis} is outside x's dimensions ({x.ndim})")
+    if axis % x.ndim != x.ndim - 1:
+        raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR,
+                         f"axis={axis}: AntiMxQuant's tiling supports only the last axis (-1 or {x.ndim - 1})")
+    shape = list(x.shape)
+    if src in FP4:
+        if x.dtype != np.uint8:
+            raise invalid(f"x has dtype {x.dtype}; FP4 codes (src_type {src_type}) arrive packed in uint8")
+        shape[-1] *= 2
+    elif x.dtype.name != src:
+        raise invalid(f"x has dtype {x.dtype}; src_type {src_type} says {src}")
+    want = shape[:-1] + [((shape[-1] + 31) // 32 + 1) // 2, 2]
+    if list(mxscale.shape) != want or mxscale.dtype.itemsize != 1:
+        raise invalid(f"mxscale has shape {tuple(mxscale.shape)} ({mxscale.dtype}); x of shape {tuple(x.shape)} "
+                      f"needs uint8 / float8_e8m0 {tuple(want)}")
+    return axis, out, src, tuple(shape)
