@@ -240,6 +240,30 @@ def _cmd_onnx_run(a, commands):
     return 0
 
 
+def _cmd_exec(a, commands):
+    from npu_emu import torch_npu_shim
+
+    if a.module is not None:
+        if not a.module:
+            raise SystemExit("npu-emu: exec -m needs a module name, e.g. npu-emu exec -m pytest tests/")
+        target, rest, module = a.module[0], a.module[1:], True
+    else:
+        argv = a.script[1:] if a.script[:1] == ["--"] else a.script
+        if not argv:
+            raise SystemExit("npu-emu: exec needs a script (npu-emu exec script.py [args]) or -m MODULE")
+        target, rest, module = argv[0], argv[1:], False
+        if not os.path.isfile(target):
+            raise SystemExit(f"npu-emu: the script {target} does not exist; check the path")
+    try:
+        torch_npu_shim.install()
+    except ImportError as e:
+        raise SystemExit(f"npu-emu: exec needs torch ({e}); install the CPU build: pip install torch") from None
+    except RuntimeError as e:
+        raise SystemExit(f"npu-emu: {e}") from None
+    # the script's own errors and exit status are the script's: _run prints its traceback and returns the status
+    return torch_npu_shim.run_module(target, rest) if module else torch_npu_shim.run_script(target, rest)
+
+
 def _cmd_compare(a, commands):
     entry = None
     if a.dtype is None or a.shape is None:
@@ -497,6 +521,25 @@ def build_parser(commands):
                     help="the shape of an input whose model shape has symbolic dimensions")
     op.add_argument("--output", required=True, help="folder for the outputs (<output name>.bin) and manifest.json")
     op.set_defaults(func=_cmd_onnx_run)
+
+    sp = sub.add_parser(
+        "exec", formatter_class=fmt,
+        help="run an unmodified torch_npu script on the CPU: `import torch_npu` gets npu-emu's ops",
+        description=_w("Runs SCRIPT as __main__ with ARGS (or, with -m, a module, as python -m does) after putting "
+                       "npu-emu's emulated torch_npu module into sys.modules: torch_npu.npu_quant_matmul etc. are the "
+                       "torch.ops.npu ops with npu-emu's CPU kernels, torch_npu.float8_e8m0fnu etc. are torch_npu's "
+                       "dtype constants, Tensor.npu() keeps the tensor on the CPU and torch.npu.is_available() is "
+                       "False (docs/integrations/torch.md). The exit status is the script's: 0, its sys.exit code, or "
+                       "1 after the traceback of an uncaught exception; 2 when npu-emu cannot start it. Needs torch; "
+                       "refuses to run where a real torch_npu is installed. The same as "
+                       "`python -m npu_emu.torch_npu_shim SCRIPT [ARGS]`."),
+        epilog="examples:\n  npu-emu exec train_step.py --world-size 4\n"
+               "  npu-emu exec tests/interop/torch_npu_script.py out.pt\n"
+               "  npu-emu exec -m pytest tests/ut -q           a module (here: a test suite) instead of a file")
+    sp.add_argument("-m", dest="module", nargs=argparse.REMAINDER, default=None,
+                    help="run the module MODULE [ARGS] as __main__ instead of a script (must come first)")
+    sp.add_argument("script", nargs=argparse.REMAINDER, help="SCRIPT [ARGS]: the script and its own arguments")
+    sp.set_defaults(func=_cmd_exec)
 
     sp = sub.add_parser(
         "compare", formatter_class=fmt,
