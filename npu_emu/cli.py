@@ -98,6 +98,19 @@ def write_bin(path, arr):
     np.ascontiguousarray(as_array(arr, "output")).tofile(path)
 
 
+def write_case(out_dir, head, inputs, outputs):
+    """Write a case for ``npu-emu compare``: every array as OUT_DIR/<file name>, and manifest.json with ``head``
+    (op, attributes, ...) and each file's shape and dtype. ``inputs`` / ``outputs``: {key: (file name, array)}."""
+    manifest = dict(head, inputs={}, outputs={})
+    for section, arrays in (("inputs", inputs), ("outputs", outputs)):
+        for key, (fname, arr) in arrays.items():
+            arr = np.asarray(arr)
+            write_bin(os.path.join(out_dir, fname), arr)
+            manifest[section][key] = {"file": fname, "shape": list(arr.shape), "dtype": str(arr.dtype)}
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+
+
 def parse_shape(text):
     try:
         return tuple(int(t) for t in text.replace("x", ",").split(",") if t.strip())

@@ -215,7 +215,6 @@ def _input_types(model):
 def cli_run(model_path, inputs, shapes, out_dir):
     """``npu-emu onnx run``: inputs {name: .bin path}, shapes {name: tuple} for symbolic dims; writes
     OUT_DIR/<output>.bin and manifest.json (read by ``npu-emu compare``). Returns the written paths."""
-    import json
     import os
 
     model = load(model_path)
@@ -243,18 +242,12 @@ def cli_run(model_path, inputs, shapes, out_dir):
         feeds[name] = data.reshape(shape)
     if not os.path.isdir(out_dir):
         raise SystemExit(f"npu-emu: the output folder {out_dir} does not exist; create it first")
+    from npu_emu.cli import write_case
+
     results = run(model, feeds)
-    manifest = {"model": os.path.basename(str(model_path)), "outputs": {}}
-    written = []
-    for name, arr in results.items():
-        arr = np.ascontiguousarray(arr)
-        fname = f"{name}.bin"
-        arr.tofile(os.path.join(out_dir, fname))
-        manifest["outputs"][name] = {"file": fname, "shape": list(arr.shape), "dtype": str(arr.dtype)}
-        written.append(os.path.join(out_dir, fname))
-    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
-    return written
+    outputs = {name: (f"{name}.bin", arr) for name, arr in results.items()}
+    write_case(out_dir, {"model": os.path.basename(str(model_path))}, {}, outputs)
+    return [os.path.join(out_dir, fname) for fname, _ in outputs.values()]
 
 
 def cli_check(model_path):

@@ -1,11 +1,10 @@
 """``npu-emu run|golden data_copy_dequant``: an int32 accumulator and its deq word(s) in .bin files."""
 
-import json
 import os
 
 import numpy as np
 
-from npu_emu.cli import parse_shape, read_bin, write_bin
+from npu_emu.cli import parse_shape, read_bin, write_bin, write_case
 
 
 def _deq_common(p):
@@ -66,15 +65,8 @@ def _golden_deq(a):
     words = scales | (np.uint64(1) << np.uint64(46) if base == "DEQ8" else np.uint64(0))
     dv = words if a.mode.startswith("V") else np.uint64(words[0])
     y = np.asarray(g.data_copy_dequant(acc, dv, mode=base, is_relu=a.relu))
-    files = {"acc": acc, "deq": words}
-    manifest = {"op": "data_copy_dequant", "attrs": {"mode": a.mode, "relu": a.relu}, "inputs": {}, "outputs": {}}
-    for key, arr in files.items():
-        write_bin(os.path.join(a.out, f"{key}.bin"), arr)
-        manifest["inputs"][key] = {"file": f"{key}.bin", "shape": list(arr.shape), "dtype": str(arr.dtype)}
-    write_bin(os.path.join(a.out, "golden.bin"), y)
-    manifest["outputs"]["y"] = {"file": "golden.bin", "shape": list(y.shape), "dtype": str(y.dtype)}
-    with open(os.path.join(a.out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
+    write_case(a.out, {"op": "data_copy_dequant", "attrs": {"mode": a.mode, "relu": a.relu}},
+               {"acc": ("acc.bin", acc), "deq": ("deq.bin", words)}, {"y": ("golden.bin", y)})
     print(f"wrote acc.bin, deq.bin, golden.bin and manifest.json to {a.out}")
     return 0
 

@@ -1,9 +1,8 @@
 """``npu-emu run|tiling|golden gather_dequant_int8``: the sample's .bin flow (test/gen_data.py file names)."""
 
-import json
 import os
 
-from npu_emu.cli import parse_shape, read_bin, write_bin
+from npu_emu.cli import parse_shape, read_bin, write_bin, write_case
 
 FILES = ("table.bin", "indices.bin", "scale.bin", "zero_point.bin", "output.bin")   # gen_data.py's names
 
@@ -110,15 +109,11 @@ def _golden(a):
                 "recipe": "hicann/cann-recipes-harmony-infer test/gen_data.py: np.random.seed(seed), "
                           "W = randn(V, E) float32 * 0.1, per-row asymmetric uint8, indices randint(0, V, (1, N))",
                 "attrs": {"vocab": a.vocab, "emb_dim": a.emb_dim, "num_indices": a.num_indices, "seed": a.seed,
-                          "fp16_subnormal": a.fp16_subnormal},
-                "inputs": {}, "outputs": {}}
-    for key, fname in zip(("table", "indices", "scale", "zero_point", "output"), FILES):
-        arr = case[key]
-        write_bin(os.path.join(a.out, fname), arr)
-        kind = "outputs" if key == "output" else "inputs"
-        manifest[kind][key] = {"file": fname, "shape": list(arr.shape), "dtype": str(arr.dtype)}
-    with open(os.path.join(a.out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
+                          "fp16_subnormal": a.fp16_subnormal}}
+    files = {key: (fname, case[key]) for key, fname in zip(("table", "indices", "scale", "zero_point", "output"),
+                                                           FILES)}
+    output = {"output": files.pop("output")}
+    write_case(a.out, manifest, files, output)
     print(f"wrote {', '.join(FILES)} and manifest.json to {a.out}")
     return 0
 

@@ -4,12 +4,11 @@ Outputs: ``--y`` gets the element codes (FP8 one byte per element, FP4 packed tw
 ``--mxscale`` the E8M0 codes, both as uint8 .bin files, as CANN's gen_data / compare_data scripts hold them.
 """
 
-import json
 import os
 
 import numpy as np
 
-from npu_emu.cli import parse_shape, read_bin, write_bin
+from npu_emu.cli import parse_shape, read_bin, write_bin, write_case
 
 _DST = {"float8_e5m2": 23, "float8_e4m3fn": 24, "float4_e2m1": 296, "float4_e1m2": 297,
         "e5m2": 23, "e4m3fn": 24, "e2m1": 296, "e1m2": 297}
@@ -187,8 +186,7 @@ def _golden(op, a):
     x = x.astype(np.float32).astype(xdt)
     dst = checks.torch_dst_type(_dst_code(a.dst_type or ("float8_e5m2" if op == "grouped" else "float4_e2m1")))
     manifest = {"op": f"{op}_dynamic_mx_quant" if op == "grouped" else "dynamic_mx_quant",
-                "attrs": {"dst_type": dst, "round_mode": a.round_mode, "scale_alg": a.scale_alg}, "inputs": {},
-                "outputs": {}}
+                "attrs": {"dst_type": dst, "round_mode": a.round_mode, "scale_alg": a.scale_alg}}
     files = {"x": x}
     if op == "grouped":
         m = a.shape[0]
@@ -200,13 +198,8 @@ def _golden(op, a):
         manifest["attrs"]["axis"] = a.axis
         y, s = g.dynamic_mx_quant(x, axis=a.axis, dst_type=dst, round_mode=a.round_mode, scale_alg=a.scale_alg)
     files["golden_y"], files["golden_mxscale"] = y, s
-    for key, arr in files.items():
-        fname = f"{key}.bin"
-        write_bin(os.path.join(a.out, fname), arr)
-        where = "outputs" if key.startswith("golden") else "inputs"
-        manifest[where][key] = {"file": fname, "shape": list(arr.shape), "dtype": str(arr.dtype)}
-    with open(os.path.join(a.out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
+    write_case(a.out, manifest, {k: (f"{k}.bin", v) for k, v in files.items() if not k.startswith("golden")},
+               {k: (f"{k}.bin", v) for k, v in files.items() if k.startswith("golden")})
     print(f"wrote {', '.join(k + '.bin' for k in files)} and manifest.json to {a.out}")
     return 0
 

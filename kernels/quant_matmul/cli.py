@@ -1,12 +1,11 @@
 """``npu-emu run|tiling|golden quant_matmul``, ``npu-emu run trans_quant_param``, ``npu-emu run trans_sparse4to2_para``
 and ``npu-emu run sparse4to2_quant_matmul`` (raw little-endian .bin files)."""
 
-import json
 import os
 
 import numpy as np
 
-from npu_emu.cli import parse_shape, read_bin, write_bin
+from npu_emu.cli import parse_shape, read_bin, write_bin, write_case
 
 _SWITCHES = (("--float-accum", "exact", ("exact", "kchunk", "sequential", "numpy")),
              ("--fixpipe-round", "rne", ("rne", "half_away")),
@@ -152,16 +151,9 @@ def _golden(a):
         y = g.quant_matmul(x1, x2, words, x1_dtype="int8", x2_dtype="int8", scale_dtype="int64", out_dtype=out)
         inputs.update(scale=words)
         attrs = {"output_dtype": out, "scale_dtype": "int64"}
-    manifest = {"op": "quant_matmul", "mode": a.mode, "attrs": attrs, "inputs": {}, "outputs": {}}
-    for key, arr in inputs.items():
-        write_bin(os.path.join(a.out, f"{key}.bin"), arr)
-        manifest["inputs"][key] = {"file": f"{key}.bin", "shape": list(arr.shape), "dtype": str(arr.dtype)}
-    y = np.asarray(y)
-    write_bin(os.path.join(a.out, "golden.bin"), y)
-    manifest["outputs"]["y"] = {"file": "golden.bin", "shape": list(y.shape), "dtype": str(y.dtype)}
-    with open(os.path.join(a.out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
-    print(f"wrote {', '.join(manifest['inputs'])}, golden.bin and manifest.json to {a.out}")
+    write_case(a.out, {"op": "quant_matmul", "mode": a.mode, "attrs": attrs},
+               {k: (f"{k}.bin", v) for k, v in inputs.items()}, {"y": ("golden.bin", y)})
+    print(f"wrote {', '.join(inputs)}, golden.bin and manifest.json to {a.out}")
     return 0
 
 

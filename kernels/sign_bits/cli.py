@@ -1,11 +1,10 @@
 """``npu-emu run|tiling|golden sign_bits_unpack|sign_bits_pack``."""
 
-import json
 import os
 
 import numpy as np
 
-from npu_emu.cli import read_bin, write_bin
+from npu_emu.cli import read_bin, write_bin, write_case
 
 
 def _common(p):
@@ -123,14 +122,8 @@ def _golden(op, a):
         x = rng.uniform(-10, 10, a.n).astype(a.dtype)
         y = g.sign_bits_pack(x, a.size)
         inputs = {"x": ("x.bin", x)}
-    manifest = {"op": f"sign_bits_{op}", "attrs": {"size": a.size, "dtype": a.dtype}, "inputs": {}, "outputs": {}}
-    for key, (fname, arr) in inputs.items():
-        write_bin(os.path.join(a.out, fname), arr)
-        manifest["inputs"][key] = {"file": fname, "shape": list(arr.shape), "dtype": str(arr.dtype)}
-    write_bin(os.path.join(a.out, "golden.bin"), y)
-    manifest["outputs"]["y"] = {"file": "golden.bin", "shape": list(y.shape), "dtype": str(y.dtype)}
-    with open(os.path.join(a.out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
+    write_case(a.out, {"op": f"sign_bits_{op}", "attrs": {"size": a.size, "dtype": a.dtype}}, inputs,
+               {"y": ("golden.bin", y)})
     print(f"wrote {a.out}/x.bin, golden.bin, manifest.json")
     return 0
 
