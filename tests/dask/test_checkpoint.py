@@ -1,0 +1,116 @@
+"""npu-emu quantize-checkpoint on a synthetic 3-shard safetensors checkpoint, through a real
+dask.distributed.LocalCluster of 2 worker processes: every tensor bit for bit against npu_emu.ops, the index and
+metadata, resume (a completed shard skipped, a leftover temporary redone) and clean errors with nothing written."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from safetensors import safe_open
+
+import npu_emu.ops as ops
+from npu_emu import checkpoint as ck
+from npu_emu.cli import main as cli_main
+
+from dask_test_helpers import header_of, make_checkpoint, read_tensor, write_safetensors
+
+SHARDS = ["model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors", "model-00003-of-00003.safetensors"]
+TINY = 0.02            # MB per task: 64-row chunks here, so the larger weights span several tasks
+
+
+def check_output(out, tensors, quantized, dst_type, st_dtype):
+    index = json.load(open(os.path.join(out, ck.INDEX_NAME)))
+    wmap = index["weight_map"]
+    for name, x in tensors.items():
+        shard = os.path.join(out, wmap[name])
+        dt, shape, raw = read_tensor(shard, name)
+        if name in quantized:
+            y, s = ops.npu_dynamic_mx_quant(x, axis=-1, dst_type=dst_type)
+            assert (dt, shape) == (st_dtype, tuple(x.shape) if st_dtype != "U8" else y.shape)
+            np.testing.assert_array_equal(np.frombuffer(raw, np.uint8), np.asarray(y).view(np.uint8).reshape(-1))
+            sdt, sshape, sraw = read_tensor(shard, name + "_scale")
+            assert (sdt, sshape) == ("F8_E8M0", s.shape) and wmap[name + "_scale"] == wmap[name]
+            np.testing.assert_array_equal(np.frombuffer(sraw, np.uint8), np.asarray(s).reshape(-1))
+        else:
+            assert shape == x.shape and raw == x.tobytes(), name
+    assert set(wmap) == set(tensors) | {n + "_scale" for n in quantized}
+    assert index["metadata"]["total_size"] == sum(
+        h["data_offsets"][1] - h["data_offsets"][0] for s in set(wmap.values())
+        for k, h in header_of(os.path.join(out, s)).items() if k != "__metadata__")
+    assert not [f for f in os.listdir(out) if f.endswith(ck.TMP_SUFFIX)]
+
+
+def test_mxfp8_all_weights_bit_identical(client, tmp_path):
+    tensors = make_checkpoint(tmp_path / "in")
+    res = ck.quantize_checkpoint(tmp_path / "in", tmp_path / "out", format="mxfp8", client=client, chunk_mb=TINY,
+                                 progress=False)
+    assert res["written"] == SHARDS and res["skipped"] == []
+    # default selection: the 2-D floating tensors whose name ends in "weight" (bf16, float16 and float32 ones)
+    quantized = {"embed.weight", "layers.0.attn.q.weight", "layers.0.mlp.up.weight", "layers.0.mlp.down.weight",
+                 "lm_head.weight"}
+    check_output(tmp_path / "out", tensors, quantized, 24, "F8_E4M3")
+    meta = header_of(tmp_path / "out" / SHARDS[1])["__metadata__"]
+    assert meta["npu_emu.format"] == "mxfp8" and meta["npu_emu.dst_type"] == "float8_e4m3fn"
+    assert (meta["npu_emu.axis"], meta["npu_emu.block_size"], meta["npu_emu.cann_version"]) == ("-1", "32", "master")
+    assert json.loads(meta["npu_emu.quantized"]) == ["layers.0.mlp.down.weight", "layers.0.mlp.up.weight"]
+    with safe_open(str(tmp_path / "out" / SHARDS[0]), framework="numpy") as f:     # the package reads our files
+        assert set(f.keys()) == {"embed.weight", "embed.weight_scale", "layers.0.attn.q.weight",
+                                 "layers.0.attn.q.weight_scale", "layers.0.norm.weight", "layers.0.attn.q.bias"}
+        assert f.metadata()["npu_emu.source"] == SHARDS[0]
+
+
+def test_mxfp4_include_and_resume(client, tmp_path):
+    tensors = make_checkpoint(tmp_path / "in", seed=1)
+    out = tmp_path / "out"
+    kw = dict(format="mxfp4", include=r"(q|up)\.weight$", client=client, chunk_mb=TINY, progress=False)
+    res = ck.quantize_checkpoint(tmp_path / "in", out, **kw)
+    assert res["written"] == SHARDS
+    check_output(out, tensors, {"layers.0.attn.q.weight", "layers.0.mlp.up.weight"}, 296, "U8")
+    done = {s: os.stat(out / s) for s in SHARDS}
+    want = (out / SHARDS[1]).read_bytes()
+    # a run killed while writing shard 2: its temporary file is half written and there is no final file
+    os.remove(out / SHARDS[1])
+    os.remove(out / ck.INDEX_NAME)
+    (out / (SHARDS[1] + ck.TMP_SUFFIX)).write_bytes(want[:len(want) // 2])
+    res = ck.quantize_checkpoint(tmp_path / "in", out, **kw)
+    assert res["written"] == [SHARDS[1]] and res["skipped"] == [SHARDS[0], SHARDS[2]]
+    for s in (SHARDS[0], SHARDS[2]):       # untouched: same inode, same mtime
+        st = os.stat(out / s)
+        assert (st.st_ino, st.st_mtime_ns) == (done[s].st_ino, done[s].st_mtime_ns)
+    assert (out / SHARDS[1]).read_bytes() == want
+    check_output(out, tensors, {"layers.0.attn.q.weight", "layers.0.mlp.up.weight"}, 296, "U8")
+    # a shard from another job (mxfp8) under the final name is not taken as done
+    res = ck.quantize_checkpoint(tmp_path / "in", out, **dict(kw, format="mxfp8"))
+    assert res["written"] == SHARDS
+
+
+def _nothing_written(out):
+    return not os.path.exists(out) or os.listdir(out) == []
+
+
+@pytest.mark.parametrize("case,include,message", [
+    ("non2d", r"norm\.weight$", r"layers.0.norm.weight.*shape \[192\]; only 2-D weights"),
+    ("dtype", r"^w\.weight$", r"'w.weight' is F64; npu_dynamic_mx_quant takes BF16, F16, F32"),
+    ("corrupt", None, r"model-00002-of-00003.safetensors: not a readable safetensors file"),
+    ("truncated", None, r"model-00002-of-00003.safetensors: not a readable safetensors file.*not fully covered"),
+])
+def test_bad_input_clear_error_nothing_written(tmp_path, capsys, case, include, message):
+    src, out = tmp_path / "in", tmp_path / "out"
+    make_checkpoint(src)
+    if case == "dtype":
+        write_safetensors(src / SHARDS[2], {"w.weight": np.ones((4, 64))})
+        json.dump({"weight_map": {"w.weight": SHARDS[2], "embed.weight": SHARDS[0]}},
+                  open(src / ck.INDEX_NAME, "w"))
+    if case == "corrupt":
+        (src / SHARDS[1]).write_bytes(b"\xff" * 64)
+    if case == "truncated":
+        raw = (src / SHARDS[1]).read_bytes()
+        (src / SHARDS[1]).write_bytes(raw[:-200])
+    with pytest.raises(ck.CheckpointError, match=message):
+        ck.quantize_checkpoint(src, out, format="mxfp8", include=include, progress=False)
+    assert _nothing_written(out)
+    args = ["quantize-checkpoint", str(src), "--format", "mxfp8", "--out", str(out), "--no-progress"]
+    assert cli_main(args + (["--include", include] if include else [])) == 2
+    assert "npu-emu quantize-checkpoint:" in capsys.readouterr().err
+    assert _nothing_written(out)
