@@ -1,0 +1,38 @@
+"""Threads inside one Dask worker: several threads' first calls of an op load its specialised kernel module at the
+same time (npu_emu/specialize.py). Each must get the finished module: before the fix a second thread could take
+the copy from sys.modules while the first was still executing its source and fail with an AttributeError."""
+
+import subprocess
+import sys
+import textwrap
+
+
+def test_concurrent_first_load_gets_the_finished_module():
+    # a fresh process, so that the specialisation is not loaded yet; loading executes the source, compiles nothing
+    code = textwrap.dedent("""
+        import builtins, threading, time
+        from npu_emu import specialize
+
+        def slow_exec(*args):                 # widen the window in which the copy is registered but not executed
+            time.sleep(0.3)
+            return builtins.exec(*args)
+
+        specialize.exec = slow_exec
+        bad = []
+
+        def one(k):
+            time.sleep(0.05 * k)              # later threads arrive while the first one executes the source
+            mod = specialize.load("npu_emu.kernels.mx_quant.kernel", DST=0, MODE=0)
+            if not hasattr(mod, "dynamic_mx_quant_kernel"):
+                bad.append(mod)
+
+        threads = [threading.Thread(target=one, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print("half-loaded", len(bad))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["half-loaded", "0"]      # 7 of 8 without the fix
