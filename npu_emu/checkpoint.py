@@ -132,7 +132,10 @@ class ShardRegion:
         fd = os.open(self.path, os.O_RDWR)
         try:
             if whole and value.size:
-                os.pwrite(fd, value.tobytes(), self.offset + (key[0].start or 0) * row)
+                buf, pos = memoryview(value.reshape(-1)).cast("B"), self.offset + (key[0].start or 0) * row
+                while buf:                      # pwrite may write less than asked (2 GiB per call on Linux)
+                    done = os.pwrite(fd, buf, pos)
+                    buf, pos = buf[done:], pos + done
             elif value.size:
                 n = int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
                 mm = np.memmap(self.path, np.uint8, mode="r+", offset=self.offset, shape=(n,))
@@ -338,7 +341,8 @@ def quantize_checkpoint(src, out, *, format="mxfp8", axis=-1, include=None, excl
                         n_workers=None, threads_per_worker=1, numba_threads=None, progress=True, log=None):
     """Convert the checkpoint ``src`` (a .safetensors file or a folder of shards) into ``out``. Returns a summary
     dict (shards written / skipped, bytes in, seconds). ``client``: a dask.distributed Client to use; else
-    ``scheduler`` (an address) or a new LocalCluster (n_workers processes, default one per core)."""
+    ``scheduler`` (an address, or "synchronous": in this process, no cluster) or a new LocalCluster (n_workers
+    processes, default one per core)."""
     job = plan(src, out, format=format, axis=axis, include=include, exclude=exclude, block_size=block_size,
                cann_version=cann_version, soc=soc, chunk_mb=chunk_mb)
     os.makedirs(out, exist_ok=True)
@@ -349,6 +353,8 @@ def quantize_checkpoint(src, out, *, format="mxfp8", axis=-1, include=None, excl
         say(f"{s}: already written and verified, skipped")
     t0 = time.perf_counter()
     own = None
+    if todo and client is None and scheduler == "synchronous":
+        client = "synchronous"
     if todo and client is None:
         from distributed import Client
 
@@ -389,13 +395,48 @@ def quantize_checkpoint(src, out, *, format="mxfp8", axis=-1, include=None, excl
 
 
 def _run_shard(sp, client, bar, tbar):
-    from distributed import as_completed
-
     tmp = sp["out"] + TMP_SUFFIX
     with open(tmp, "wb") as f:
         f.write(sp["header"])
         f.truncate(sp["size"])
     graphs = _tensor_graphs(sp, tmp)
+    if client == "synchronous":
+        _run_here(sp, graphs, tmp, bar, tbar)
+    else:
+        _run_distributed(sp, graphs, tmp, client, bar, tbar)
+    with open(tmp, "rb+") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, sp["out"])
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def _run_here(sp, graphs, tmp, bar, tbar):
+    """In this process, one task at a time (dask's synchronous scheduler): no cluster, same files."""
+    import dask
+
+    try:
+        for name, nb, g in graphs:
+            try:
+                dask.compute(g, scheduler="synchronous")
+            except AclnnError as e:
+                raise CheckpointError(f"{sp['shard']}: tensor {name!r}: {e}") from e
+            bar.update(nb)
+            tbar.set_postfix_str(name[-40:], refresh=False)
+            tbar.update(1)
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _run_distributed(sp, graphs, tmp, client, bar, tbar):
+    from distributed import as_completed
+
     futures = client.compute([g for _, _, g in graphs])
     info = {f.key: (name, nb) for f, (name, nb, _) in zip(futures, graphs)}
     try:
@@ -410,14 +451,8 @@ def _run_shard(sp, client, bar, tbar):
             tbar.update(1)
     except BaseException:
         client.cancel(futures)
-        try:
-            os.remove(tmp)
-        except OSError:
-            pass
+        _remove(tmp)
         raise
-    with open(tmp, "rb+") as f:
-        os.fsync(f.fileno())
-    os.replace(tmp, sp["out"])
 
 
 # ---------------------------------------------------------------------------------------------------------------
