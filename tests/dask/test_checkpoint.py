@@ -114,3 +114,48 @@ def test_bad_input_clear_error_nothing_written(tmp_path, capsys, case, include, 
     assert cli_main(args + (["--include", include] if include else [])) == 2
     assert "npu-emu quantize-checkpoint:" in capsys.readouterr().err
     assert _nothing_written(out)
+
+
+def test_workers_get_numba_threads(client):
+    # the nanny sets OMP_NUM_THREADS only; NUMBA_NUM_THREADS comes from distributed.nanny.pre-spawn-environ
+    want = str(max(1, (os.cpu_count() or 1) // 2))
+    env = client.run(lambda: (os.environ.get("NUMBA_NUM_THREADS"), __import__("numba").config.NUMBA_NUM_THREADS))
+    assert len(env) == 2 and all(v == (want, int(want)) for v in env.values())
+
+
+def test_killed_run_resumes(client, tmp_path):
+    """SIGKILL the CLI (and its LocalCluster) once the first shard is final, while the large second one is being
+    written; a re-run skips the first shard, redoes the second and writes the third, all bit-identical."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import ml_dtypes
+
+    src, out = tmp_path / "in", tmp_path / "out"
+    os.makedirs(src)
+    rng = np.random.default_rng(3)
+    small = {"a.weight": rng.standard_normal((64, 128)).astype(ml_dtypes.bfloat16)}
+    big = {f"b{i}.weight": rng.standard_normal((2048, 4096)).astype(ml_dtypes.bfloat16) for i in range(2)}
+    last = {"c.weight": rng.standard_normal((64, 64)).astype(ml_dtypes.bfloat16)}
+    for shard, tensors in zip(SHARDS, (small, big, last)):
+        write_safetensors(src / shard, tensors)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "npu_emu.cli", "quantize-checkpoint", str(src), "--format",
+                             "mxfp8", "--out", str(out), "--workers", "2", "--chunk-mb", "0.5", "--no-progress"],
+                            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 240
+        while not ((out / SHARDS[0]).exists() and (out / (SHARDS[1] + ck.TMP_SUFFIX)).exists()):
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "the CLI wrote no shard in 240 s"
+            time.sleep(0.005)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)            # the CLI, its scheduler and its worker processes
+        proc.wait()
+    assert not (out / SHARDS[1]).exists() and not (out / ck.INDEX_NAME).exists(), "the run finished before the kill"
+    assert (out / (SHARDS[1] + ck.TMP_SUFFIX)).exists()          # left half-written by the killed run
+    res = ck.quantize_checkpoint(src, out, format="mxfp8", client=client, chunk_mb=4, progress=False)
+    assert res["skipped"] == [SHARDS[0]] and res["written"] == SHARDS[1:]
+    check_output(out, {**small, **big, **last}, set(small) | set(big) | set(last), 24, "F8_E4M3")
