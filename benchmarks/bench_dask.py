@@ -1,5 +1,5 @@
 """npu-emu quantize-checkpoint on Dask (issue 27): a synthetic bf16 checkpoint of 4 shards x 2 weights
-[2048, 4096] (64 MiB of bf16) to MXFP8.
+[2048, 4096] (128 MiB of bf16) to MXFP8.
 
 - ``CheckpointThroughput``: the job on a LocalCluster of 1 and of 2 worker processes (one thread each; numba threads
   = cores / workers) against the single-process loop this replaces: read each tensor, one
@@ -8,8 +8,9 @@
   loop's seconds (lower is better; < 1: the job is faster).
 - ``ChunkMemory``: peak memory against the chunk size (``--chunk-mb``): ``peakmem_synchronous`` runs the job in the
   benchmark process (dask's synchronous scheduler, the same tasks); ``track_worker_peak_rss_mb`` is the largest peak
-  RSS of the worker processes of a 2-worker LocalCluster. Both stay far below the 64 MiB model plus its outputs
-  when the chunk is small: memory follows the chunk, not the model.
+  RSS of the worker processes of a 2-worker LocalCluster. Both are a fixed floor (the interpreter with numpy,
+  numba's compiled kernels and dask loaded) plus a part that grows with the chunk, not with the model: a task holds
+  its input rows, their float32 copy and the codes.
 
 Worker processes load the kernels from numba's cache: run `npu-emu compile --ops dynamic_mx_quant` first with the
 same NUMBA_CACHE_DIR (setup also warms each worker once, outside the timing).

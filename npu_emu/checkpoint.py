@@ -351,7 +351,6 @@ def quantize_checkpoint(src, out, *, format="mxfp8", axis=-1, include=None, excl
     skipped = [sp["shard"] for sp in job if sp not in todo]
     for s in skipped:
         say(f"{s}: already written and verified, skipped")
-    t0 = time.perf_counter()
     own = None
     if todo and client is None and scheduler == "synchronous":
         client = "synchronous"
@@ -365,6 +364,7 @@ def quantize_checkpoint(src, out, *, format="mxfp8", axis=-1, include=None, excl
 
             cluster = nd.local_cluster(n_workers, threads_per_worker, numba_threads, dashboard_address=None)
             client = own = Client(cluster)
+    t0 = time.perf_counter()          # the job, not the cluster's start-up
     try:
         written = []
         if todo:
