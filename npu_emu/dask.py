@@ -216,7 +216,7 @@ def grouped_dynamic_mx_quant(x, group_index, *, dst_type=23, rechunk=True, gap_f
     dst = _mx_dst(dst_type)
 
     def ok(sizes):
-        return all(b in set(bounds) for b in np.cumsum(sizes).tolist())
+        return all(b in set(bounds) for b in np.cumsum(sizes).tolist()) and (m == 0 or min(sizes) > 0)
 
     def rule(sizes):
         cuts, out, prev = [], [], 0
@@ -366,11 +366,13 @@ def _np_dtype(name):
     return np.dtype(name)
 
 
-def quant_matmul(x1, x2, scale, *, pertoken_scale=None, rechunk=True, **kwargs):
+def quant_matmul(x1, x2, scale, *, pertoken_scale=None, n=None, rechunk=True, **kwargs):
     """``npu_quant_matmul`` split by rows of a 2-D dask x1 [m, k] -> dask [m, n]: output row i depends on x1 row i
     (and pertoken_scale row i) only. x2, scale and the other arguments are numpy (or an NzWeight), sent once; a
     pertoken_scale with m rows (m > 1) is split with x1. K is never split (x1 is rechunked to one chunk along k).
-    ``float_accum="kchunk"`` sums in chunks of the tiling's baseK, which depends on M: rows are then one chunk."""
+    ``float_accum="kchunk"`` sums in chunks of the tiling's baseK, which depends on M: rows are then one chunk.
+    ``n``: the output columns, read from x2's shape and dtype labels when not given (int4 / FP4 packed two per byte
+    and int32-packed int4 words hide them); a chunk whose result has other columns raises."""
     x1 = _as_dask(x1, "x1")
     if x1.ndim != 2:
         raise _bad(f"npu_emu.dask.quant_matmul: x1 must be 2-D [m, k] (split by rows), got shape {x1.shape}")
@@ -382,11 +384,10 @@ def quant_matmul(x1, x2, scale, *, pertoken_scale=None, rechunk=True, **kwargs):
     out_name = "int8" if kwargs.get("output_dtype") is None else resolve_dtype(kwargs["output_dtype"],
                                                                                  "output_dtype")
     out = _np_dtype(out_name)
-    n = kwargs.pop("_n", None)
     x2_shape = x2.shape if hasattr(x2, "shape") else None
     if x2_shape is None or len(x2_shape) != 2:
         raise _bad("npu_emu.dask.quant_matmul: x2 must be a 2-D numpy array or an NzWeight")
-    n = n if n is not None else _matmul_n(x2, kwargs)
+    n = int(n) if n is not None else _matmul_n(x2, kwargs)
     per_row = pertoken_scale is not None and m > 1 and np.shape(pertoken_scale)[:1] == (m,)
     if per_row:
         ps = np.asarray(pertoken_scale)
@@ -407,8 +408,12 @@ def quant_matmul(x1, x2, scale, *, pertoken_scale=None, rechunk=True, **kwargs):
             p = None
         w, s, pt, *vals = rest
         kw = dict(plain, **dict(zip(shared, vals)))
-        return _call("quant_matmul", "npu_quant_matmul", _where("quant_matmul", idx, starts, sizes), block, w, s,
-                     pertoken_scale=p if per_row else pt, **kw)
+        where = _where("quant_matmul", idx, starts, sizes)
+        y = _call("quant_matmul", "npu_quant_matmul", where, block, w, s, pertoken_scale=p if per_row else pt, **kw)
+        if y.shape != (block.shape[0], n):
+            raise _bad(f"{where}: the op returned shape {y.shape}, not ({block.shape[0]}, {n}); pass n= (the output "
+                       f"columns) when x2's layout hides them")
+        return y
 
     extra = [x2d, sd, pts, *shared.values()]
     if per_row:

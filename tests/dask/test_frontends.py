@@ -229,3 +229,18 @@ def test_data_copy_dequant_rows(mode):
     same(got.compute(), want)
     with pytest.raises(AclnnError, match="161002"):
         nd.data_copy_dequant(da.from_array(acc, chunks=(20, 64)), deq, mode="NOPE")
+
+
+def test_quant_matmul_int4_packed_columns():
+    rng = np.random.default_rng(14)
+    m, k, n = 24, 64, 32
+    x1 = rng.integers(-128, 128, (m, k // 2), dtype=np.int16).astype(np.int8)      # two int4 per byte
+    x2 = rng.integers(-128, 128, (k, n // 2), dtype=np.int16).astype(np.int8)
+    s = rng.uniform(0.001, 0.01, n).astype(np.float32)
+    kw = dict(x1_dtype="int4", x2_dtype="int4", output_dtype="float16")
+    want = ops.npu_quant_matmul(x1, x2, s, **kw)
+    got = nd.quant_matmul(da.from_array(x1, chunks=(8, k // 2)), x2, s, **kw)
+    assert got.shape == (m, n)                      # n read through the int4 label of x2
+    same(got.compute(), want)
+    with pytest.raises(AclnnError, match=r"chunk \(\d, 0\) .*returned shape \(8, 32\), not \(8, 16\); pass n="):
+        nd.quant_matmul(da.from_array(x1, chunks=(8, k // 2)), x2, s, n=16, **kw).compute()
