@@ -358,7 +358,11 @@ def quantize_checkpoint(src, out, *, format="mxfp8", axis=-1, include=None, excl
         from distributed import Client
 
         if scheduler:
-            client = own = Client(scheduler)
+            try:
+                client = own = Client(scheduler)
+            except (OSError, TimeoutError) as e:
+                raise CheckpointError(f"--scheduler {scheduler}: no dask scheduler answered ({type(e).__name__}: "
+                                      f"{e}); start one (`dask scheduler`) or check the address") from None
         else:
             from npu_emu import dask as nd
 
@@ -474,6 +478,11 @@ def cli_main(a):
                                   log=lambda m: print(m, file=sys.stderr))
     except CheckpointError as e:
         raise SystemExit(f"npu-emu quantize-checkpoint: {e}") from None
+    except ImportError as e:
+        if (e.name or "").split(".")[0] not in ("dask", "distributed", "safetensors"):
+            raise
+        raise SystemExit(f"npu-emu quantize-checkpoint: needs the {e.name.split('.')[0]} package; "
+                         f"pip install 'npu-emu[dask]'") from None
     gb = res["bytes_in"] / 1e9
     rate = f", {gb / res['seconds']:.3f} GB/s" if res["written"] and res["seconds"] > 0 else ""
     print(f"{len(res['written'])} shard(s) written, {len(res['skipped'])} skipped; {gb:.3f} GB in "
