@@ -244,3 +244,16 @@ def test_quant_matmul_int4_packed_columns():
     same(got.compute(), want)
     with pytest.raises(AclnnError, match=r"chunk \(\d, 0\) .*returned shape \(8, 32\), not \(8, 16\); pass n="):
         nd.quant_matmul(da.from_array(x1, chunks=(8, k // 2)), x2, s, n=16, **kw).compute()
+
+
+def test_two_calls_in_one_graph_keep_their_keywords():
+    # the same input through two configurations, computed together: the graphs must not share keys
+    x = bf16(np.random.default_rng(15), (64, 256))
+    xd = da.from_array(x, chunks=(32, 128))
+    a = nd.dynamic_mx_quant(xd, dst_type=24)
+    b = nd.dynamic_mx_quant(xd, dst_type=24, scale_alg=1)
+    got = dask.compute(a, b)
+    for g, w in zip(got[0] + got[1], ops.npu_dynamic_mx_quant(x, dst_type=24) +
+                    ops.npu_dynamic_mx_quant(x, dst_type=24, scale_alg=1)):
+        same(g, w)
+    assert not np.array_equal(got[0][1], got[1][1])         # the two scale algorithms differ on this input
