@@ -283,32 +283,60 @@ def verified(shard_plan):
 # running it
 # ---------------------------------------------------------------------------------------------------------------
 
-def _tensor_graphs(sp, tmp):
-    """One dask.delayed per tensor of a shard: read, quantize (or copy), store at its offsets in ``tmp``."""
-    import dask.array as da
-
+def _quant_block(block, *, src, shard, tensor, out, y_off, s_off, y_shape, s_shape, axis, kwargs, block_info=None):
+    """One task: a row block read from the input (dask fuses the read into this task), quantized by
+    npu_emu.ops.npu_dynamic_mx_quant, codes and scales written at their offsets in the output."""
     from npu_emu import dask as nd
 
-    graphs = []
-    for kind, name, src_off, shape, x_dtype, rows, nbytes in sp["work"]:
-        if kind == "quant":
-            import ml_dtypes
+    loc = block_info[0]["array-location"]
+    r0, r1 = loc[0]
+    where = nd._where("dynamic_mx_quant", block_info[0]["chunk-location"], [a for a, _ in loc],
+                      [b - a for a, b in loc]) + f" of {shard} tensor {tensor!r}"
+    y, s = nd._call("dynamic_mx_quant", "npu_dynamic_mx_quant", where, block, axis=axis, **kwargs)
+    full = tuple(slice(0, d) for d in y_shape[1:])
+    ShardRegion(out, y_off, y_shape, np.uint8)[(slice(r0, r1),) + full] = np.asarray(y)
+    # a block of rows r0:r1 (r0 a multiple of 64 for axis 0) owns scale rows r0:r1 (axis -1) or r0/64:ceil(r1/64)
+    s0, s1 = (r0, r1) if axis == 1 else (r0 // 64, -(-r1 // 64))
+    ShardRegion(out, s_off, s_shape, np.uint8)[(slice(s0, s1),) + tuple(slice(0, d) for d in s_shape[1:])] = \
+        np.asarray(s)
+    return np.ones((1, 1), np.int64)
 
+
+def _copy_block(block, *, out, off, total, block_info=None):
+    r0, r1 = block_info[0]["array-location"][0]
+    ShardRegion(out, off, (total,), np.uint8)[(slice(r0, r1),)] = block
+    return np.ones((1,), np.int64)
+
+
+def _tensor_graphs(sp, tmp):
+    """One dask array per tensor whose blocks each read, quantize (or copy) and write one row block of it into
+    ``tmp`` (a single task per block: the rows never leave the worker that read them)."""
+    import dask.array as da
+    import ml_dtypes
+
+    graphs = []
+    kwargs = {"dst_type": sp["dst_code"], "block_size": sp["block_size"], "cann_version": sp["cann_version"],
+              "soc": sp["soc"]}
+    y_shapes = {n: shape for n, _, shape, _ in sp["tensors"]}
+    for kind, name, src_off, shape, x_dtype, rows, nbytes in sp["work"]:
+        token = f"{sp['shard']}-{name}-{src_off}-{sp['out']}"
+        if kind == "quant":
             dt = np.dtype(ml_dtypes.bfloat16) if x_dtype == "bfloat16" else np.dtype(x_dtype)
-            reader = ShardReader(sp["src"], src_off, shape, dt)
-            x = da.from_array(reader, chunks=(rows, shape[1]), meta=np.empty((0, 0), dt), asarray=False,
-                              name=f"read-{sp['shard']}-{name}-{src_off}")
-            y, s = nd.dynamic_mx_quant(x, axis=sp["axis"], dst_type=sp["dst_code"], block_size=sp["block_size"],
-                                       cann_version=sp["cann_version"], soc=sp["soc"], rechunk=False)
-            ty = ShardRegion(tmp, sp["offsets"][name], y.shape, np.uint8)
-            ts = ShardRegion(tmp, sp["offsets"][name + "_scale"], s.shape, np.uint8)
-            graphs.append((name, nbytes, da.store([y, s], [ty, ts], lock=False, compute=False)))
+            x = da.from_array(ShardReader(sp["src"], src_off, shape, dt), chunks=(rows, shape[1]),
+                              meta=np.empty((0, 0), dt), asarray=False, name=f"read-{token}")
+            done = da.map_blocks(_quant_block, x, src=sp["src"], shard=sp["shard"], tensor=name, out=tmp,
+                                 y_off=sp["offsets"][name], s_off=sp["offsets"][name + "_scale"],
+                                 y_shape=tuple(y_shapes[name]),
+                                 s_shape=y_shapes[name + "_scale"], axis=sp["axis"] % 2, kwargs=kwargs,
+                                 chunks=((1,) * x.numblocks[0], (1,)), dtype=np.int64,
+                                 meta=np.empty((0, 0), np.int64), name=f"quantize-{token}")
         else:
-            reader = ShardReader(sp["src"], src_off, (shape,), np.uint8)
-            x = da.from_array(reader, chunks=(rows,), meta=np.empty((0,), np.uint8), asarray=False,
-                              name=f"read-{sp['shard']}-{name}-{src_off}")
-            graphs.append((name, nbytes, da.store(x, ShardRegion(tmp, sp["offsets"][name], (shape,), np.uint8),
-                                                  lock=False, compute=False)))
+            x = da.from_array(ShardReader(sp["src"], src_off, (shape,), np.uint8), chunks=(rows,),
+                              meta=np.empty((0,), np.uint8), asarray=False, name=f"read-{token}")
+            done = da.map_blocks(_copy_block, x, out=tmp, off=sp["offsets"][name], total=shape,
+                                 chunks=((1,) * x.numblocks[0],), dtype=np.int64, meta=np.empty((0,), np.int64),
+                                 name=f"copy-{token}")
+        graphs.append((name, nbytes, done))
     return graphs
 
 
@@ -379,10 +407,10 @@ def quantize_checkpoint(src, out, *, format="mxfp8", axis=-1, include=None, excl
             bar = tqdm(total=total, unit="B", unit_scale=True, desc="overall", disable=not progress, position=0)
             tbar = tqdm(total=ntensors, unit="tensor", desc="tensors", disable=not progress, position=1)
             try:
-                for sp in todo:
-                    _run_shard(sp, client, bar, tbar)
-                    written.append(sp["shard"])
-                    say(f"{sp['shard']}: written")
+                runner = _run_here if client == "synchronous" else _run_distributed
+                for shard in runner(todo, client, bar, tbar):
+                    written.append(shard)
+                    say(f"{shard}: written")
             finally:
                 tbar.close()
                 bar.close()
@@ -394,22 +422,23 @@ def quantize_checkpoint(src, out, *, format="mxfp8", axis=-1, include=None, excl
             if cluster is not None and not scheduler:
                 cluster.close()
     secs = time.perf_counter() - t0
+    written = [sp["shard"] for sp in job if sp["shard"] in written]       # in shard order
     nbytes = sum(sp["in_bytes"] for sp in job if sp["shard"] in written)
     return {"written": written, "skipped": skipped, "index": index, "bytes_in": nbytes, "seconds": secs}
 
 
-def _run_shard(sp, client, bar, tbar):
+def _start(sp):
+    """The shard's temporary file: its header, then zeros to its full size (the tasks fill the rest)."""
     tmp = sp["out"] + TMP_SUFFIX
     with open(tmp, "wb") as f:
         f.write(sp["header"])
         f.truncate(sp["size"])
-    graphs = _tensor_graphs(sp, tmp)
-    if client == "synchronous":
-        _run_here(sp, graphs, tmp, bar, tbar)
-    else:
-        _run_distributed(sp, graphs, tmp, client, bar, tbar)
+    return tmp
+
+
+def _finish(sp, tmp):
     with open(tmp, "rb+") as f:
-        os.fsync(f.fileno())
+        os.fsync(f.fileno())        # the data is on disk before the final name appears
     os.replace(tmp, sp["out"])
 
 
@@ -420,42 +449,66 @@ def _remove(path):
         pass
 
 
-def _run_here(sp, graphs, tmp, bar, tbar):
-    """In this process, one task at a time (dask's synchronous scheduler): no cluster, same files."""
+def _tick(bar, tbar, name, nb):
+    bar.update(nb)
+    tbar.set_postfix_str(name[-40:], refresh=False)
+    tbar.update(1)
+
+
+def _run_here(todo, client, bar, tbar):
+    """In this process, one task at a time (dask's synchronous scheduler): no cluster, same files. Yields each
+    shard once it is renamed to its final name."""
     import dask
 
-    try:
-        for name, nb, g in graphs:
-            try:
-                dask.compute(g, scheduler="synchronous")
-            except AclnnError as e:
-                raise CheckpointError(f"{sp['shard']}: tensor {name!r}: {e}") from e
-            bar.update(nb)
-            tbar.set_postfix_str(name[-40:], refresh=False)
-            tbar.update(1)
-    except BaseException:
-        _remove(tmp)
-        raise
+    for sp in todo:
+        tmp = _start(sp)
+        try:
+            for name, nb, g in _tensor_graphs(sp, tmp):
+                try:
+                    dask.compute(g, scheduler="synchronous")
+                except AclnnError as e:
+                    raise CheckpointError(f"{sp['shard']}: tensor {name!r}: {e}") from e
+                _tick(bar, tbar, name, nb)
+        except BaseException:
+            _remove(tmp)
+            raise
+        _finish(sp, tmp)
+        yield sp["shard"]
 
 
-def _run_distributed(sp, graphs, tmp, client, bar, tbar):
+def _run_distributed(todo, client, bar, tbar):
+    """Every shard's tasks submitted at once (they carry no data), so that the workers never wait for a shard to
+    be renamed; a shard is fsynced and renamed as soon as its last tensor is in. Yields the renamed shards."""
     from distributed import as_completed
 
-    futures = client.compute([g for _, _, g in graphs])
-    info = {f.key: (name, nb) for f, (name, nb, _) in zip(futures, graphs)}
+    tmps, futures, info, left = {}, [], {}, {}
     try:
+        for i, sp in enumerate(todo):
+            tmps[i] = _start(sp)
+            graphs = _tensor_graphs(sp, tmps[i])
+            futs = client.compute([g for _, _, g in graphs])
+            futures += futs
+            left[i] = len(futs)
+            for f, (name, nb, _) in zip(futs, graphs):
+                info[f.key] = (i, name, nb)
+            if not futs:                                     # a shard without tensors
+                _finish(sp, tmps.pop(i))
+                yield sp["shard"]
         for fut in as_completed(futures):
-            name, nb = info[fut.key]
+            i, name, nb = info[fut.key]
             try:
                 fut.result()
             except AclnnError as e:
-                raise CheckpointError(f"{sp['shard']}: tensor {name!r}: {e}") from e
-            bar.update(nb)
-            tbar.set_postfix_str(name[-40:], refresh=False)
-            tbar.update(1)
+                raise CheckpointError(f"{todo[i]['shard']}: tensor {name!r}: {e}") from e
+            _tick(bar, tbar, name, nb)
+            left[i] -= 1
+            if left[i] == 0:
+                _finish(todo[i], tmps.pop(i))
+                yield todo[i]["shard"]
     except BaseException:
         client.cancel(futures)
-        _remove(tmp)
+        for tmp in tmps.values():
+            _remove(tmp)
         raise
 
 

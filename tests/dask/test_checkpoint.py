@@ -125,7 +125,7 @@ def test_workers_get_numba_threads(client):
 
 def test_killed_run_resumes(client, tmp_path):
     """SIGKILL the CLI (and its LocalCluster) once the first shard is final, while the large second one is being
-    written; a re-run skips the first shard, redoes the second and writes the third, all bit-identical."""
+    written; a re-run skips the first shard, redoes the second, and all are bit-identical."""
     import signal
     import subprocess
     import sys
@@ -157,5 +157,7 @@ def test_killed_run_resumes(client, tmp_path):
     assert not (out / SHARDS[1]).exists() and not (out / ck.INDEX_NAME).exists(), "the run finished before the kill"
     assert (out / (SHARDS[1] + ck.TMP_SUFFIX)).exists()          # left half-written by the killed run
     res = ck.quantize_checkpoint(src, out, format="mxfp8", client=client, chunk_mb=4, progress=False)
-    assert res["skipped"] == [SHARDS[0]] and res["written"] == SHARDS[1:]
+    # every shard's tasks run at once, so the small third shard may have been finished before the kill
+    assert SHARDS[0] in res["skipped"] and SHARDS[1] in res["written"]
+    assert sorted(res["skipped"] + res["written"]) == SHARDS
     check_output(out, {**small, **big, **last}, set(small) | set(big) | set(last), 24, "F8_E4M3")
