@@ -1,10 +1,11 @@
 """``npu-emu quantize-checkpoint``: every selected 2-D weight of a safetensors checkpoint through
 ``npu_dynamic_mx_quant`` on Dask (a LocalCluster or a running scheduler), the other tensors copied through.
 
-How it scales: the client reads only the shards' headers. A task carries a file path, a tensor's byte offset and a
-row range; the worker reads those rows from the memory-mapped input shard, quantizes them
-(:func:`npu_emu.dask.dynamic_mx_quant`, i.e. ``npu_emu.ops.npu_dynamic_mx_quant`` per row block) and writes codes
-and scales at their byte offsets into the output shard, returning nothing but completion. No tensor data passes
+How it scales: the client reads only the shards' headers. Each tensor is a dask array of row blocks (whole
+64-row pairs of MX blocks: :func:`npu_emu.dask.dynamic_mx_quant`'s rule) and each block is one task carrying a
+file path, a byte offset and a row range: the worker reads those rows from the memory-mapped input shard,
+quantizes them with ``npu_emu.ops.npu_dynamic_mx_quant`` (an error names the shard, tensor and chunk) and writes
+codes and scales at their byte offsets into the output shard, returning nothing but completion. No tensor data passes
 through the client or the scheduler, so memory is bounded by workers x chunk size, not by the model; on a cluster
 the input and output folders must be on a file system every worker sees under the same path.
 
