@@ -19,14 +19,14 @@ SHARDS = ["model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors"
 TINY = 0.02            # MB per task: 64-row chunks here, so the larger weights span several tasks
 
 
-def check_output(out, tensors, quantized, dst_type, st_dtype):
+def check_output(out, tensors, quantized, dst_type, st_dtype, axis=-1):
     index = json.load(open(os.path.join(out, ck.INDEX_NAME)))
     wmap = index["weight_map"]
     for name, x in tensors.items():
         shard = os.path.join(out, wmap[name])
         dt, shape, raw = read_tensor(shard, name)
         if name in quantized:
-            y, s = ops.npu_dynamic_mx_quant(x, axis=-1, dst_type=dst_type)
+            y, s = ops.npu_dynamic_mx_quant(x, axis=axis, dst_type=dst_type)
             assert (dt, shape) == (st_dtype, tuple(x.shape) if st_dtype != "U8" else y.shape)
             np.testing.assert_array_equal(np.frombuffer(raw, np.uint8), np.asarray(y).view(np.uint8).reshape(-1))
             sdt, sshape, sraw = read_tensor(shard, name + "_scale")
@@ -161,3 +161,19 @@ def test_killed_run_resumes(client, tmp_path):
     assert SHARDS[0] in res["skipped"] and SHARDS[1] in res["written"]
     assert sorted(res["skipped"] + res["written"]) == SHARDS
     check_output(out, {**small, **big, **last}, set(small) | set(big) | set(last), 24, "F8_E4M3")
+
+
+def test_cli_on_a_running_scheduler_axis0(client, tmp_path, capsys):
+    """The command on --scheduler ADDRESS (the module's cluster), blocks along axis 0: a row block of 64 rows owns
+    one row of scale pairs."""
+    tensors = make_checkpoint(tmp_path / "in", seed=2)
+    quantized = {"layers.0.attn.q.weight", "layers.0.mlp.up.weight"}       # bf16, 128 and 200 rows
+    rc = cli_main(["quantize-checkpoint", str(tmp_path / "in"), "--format", "mxfp8", "--axis", "0", "--include",
+                   r"(q|up)\.weight$", "--out", str(tmp_path / "out"), "--chunk-mb", "0.02", "--no-progress",
+                   "--scheduler", client.scheduler.address])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert captured.out.startswith("3 shard(s) written, 0 skipped;")
+    check_output(tmp_path / "out", tensors, quantized, 24, "F8_E4M3", axis=0)
+    assert header_of(tmp_path / "out" / SHARDS[1])["__metadata__"]["npu_emu.axis"] == "0"
+    assert len(client.scheduler_info()["workers"]) == 2            # the command left the cluster running

@@ -257,3 +257,23 @@ def test_two_calls_in_one_graph_keep_their_keywords():
                     ops.npu_dynamic_mx_quant(x, dst_type=24, scale_alg=1)):
         same(g, w)
     assert not np.array_equal(got[0][1], got[1][1])         # the two scale algorithms differ on this input
+
+
+def test_building_the_graph_calls_no_op(monkeypatch):
+    # dtype= / meta= are given: dask must not probe an op with empty inputs while the graph is built
+    def refuse(name):
+        raise AssertionError(f"{name} called while building the graph")
+
+    monkeypatch.setattr(nd, "_ops", refuse)
+    x = da.from_array(bf16(np.random.default_rng(16), (128, 256)), chunks=(64, 128))
+    y, s = nd.dynamic_mx_quant(x, dst_type=24)
+    yg, sg = nd.grouped_dynamic_mx_quant(x, np.array([64, 128], np.int32), dst_type=24)
+    u = nd.sign_bits_unpack(da.zeros(64, np.uint8, chunks=16), 2, 0)
+    p = nd.sign_bits_pack(da.zeros(64, np.float32, chunks=16), 1)
+    table, idx, scale, zp = _gather_inputs()
+    g = nd.gather_dequant_int8(table, da.from_array(idx, chunks=3), scale, zp)
+    assert (y.dtype, y.shape, s.shape) == (np.dtype(ml_dtypes.float8_e4m3fn), (128, 256), (128, 4, 2))
+    assert (yg.shape, sg.shape, u.shape, p.shape, g.shape) == ((128, 256), (4, 256, 2), (2, 256), (1, 8),
+                                                                (6, 10, 256))
+    with pytest.raises(AssertionError, match="called while building"):
+        y.compute()
