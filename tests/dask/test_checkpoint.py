@@ -144,7 +144,8 @@ def test_killed_run_resumes(client, tmp_path):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen([sys.executable, "-m", "npu_emu.cli", "quantize-checkpoint", str(src), "--format",
                              "mxfp8", "--out", str(out), "--workers", "2", "--chunk-mb", "0.5", "--no-progress"],
-                            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            cwd=tmp_path)      # not the checkout: -m would import the source folder npu_emu/
     try:
         deadline = time.monotonic() + 240
         while not ((out / SHARDS[0]).exists() and (out / (SHARDS[1] + ck.TMP_SUFFIX)).exists()):

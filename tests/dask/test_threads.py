@@ -7,8 +7,9 @@ import sys
 import textwrap
 
 
-def test_concurrent_first_load_gets_the_finished_module():
-    # a fresh process, so that the specialisation is not loaded yet; loading executes the source, compiles nothing
+def test_concurrent_first_load_gets_the_finished_module(tmp_path):
+    # a fresh process, so that the specialisation is not loaded yet; loading executes the source, compiles nothing.
+    # Its working directory is not the checkout, whose source folder npu_emu/ would shadow the install
     code = textwrap.dedent("""
         import builtins, threading, time
         from npu_emu import specialize
@@ -33,6 +34,6 @@ def test_concurrent_first_load_gets_the_finished_module():
             t.join()
         print("half-loaded", len(bad))
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["half-loaded", "0"]      # 7 of 8 without the fix
