@@ -11,7 +11,6 @@ Arguments that every chunk needs whole (the gather table, the matmul weight and 
 one key, so a distributed scheduler moves them to each worker once, not once per task.
 """
 
-import math
 import os
 import warnings
 
@@ -219,7 +218,7 @@ def grouped_dynamic_mx_quant(x, group_index, *, dst_type=23, rechunk=True, gap_f
         return all(b in set(bounds) for b in np.cumsum(sizes).tolist()) and (m == 0 or min(sizes) > 0)
 
     def rule(sizes):
-        cuts, out, prev = [], [], 0
+        out, prev = [], 0
         for b in np.cumsum(sizes).tolist():
             nxt = next(e for e in bounds if e >= b)
             if nxt > prev:
