@@ -468,7 +468,7 @@ def _run_here(todo, client, bar, tbar):
                 try:
                     dask.compute(g, scheduler="synchronous")
                 except AclnnError as e:
-                    raise CheckpointError(f"{sp['shard']}: tensor {name!r}: {e}") from e
+                    raise CheckpointError(str(e)) from e     # it names the shard, tensor and chunk
                 _tick(bar, tbar, name, nb)
         except BaseException:
             _remove(tmp)
@@ -479,20 +479,25 @@ def _run_here(todo, client, bar, tbar):
 
 def _run_distributed(todo, client, bar, tbar):
     """Every shard's tasks submitted at once (they carry no data), so that the workers never wait for a shard to
-    be renamed; a shard is fsynced and renamed as soon as its last tensor is in. Yields the renamed shards."""
-    from distributed import as_completed
+    be renamed; a shard is fsynced and renamed as soon as its last block is in. The overall bar moves per block,
+    the tensor bar per finished tensor. Yields the renamed shards."""
+    from distributed import as_completed, futures_of
 
-    tmps, futures, info, left = {}, [], {}, {}
+    tmps, futures, info, left, tensor_left, held = {}, [], {}, {}, {}, []
     try:
         for i, sp in enumerate(todo):
             tmps[i] = _start(sp)
             graphs = _tensor_graphs(sp, tmps[i])
-            futs = client.compute([g for _, _, g in graphs])
-            futures += futs
-            left[i] = len(futs)
-            for f, (name, nb, _) in zip(futs, graphs):
-                info[f.key] = (i, name, nb)
-            if not futs:                                     # a shard without tensors
+            left[i] = 0
+            for (name, nb, _), arr in zip(graphs, client.persist([g for _, _, g in graphs])):
+                held.append(arr)                        # the persisted arrays own their blocks' futures
+                futs = futures_of(arr)
+                for f in futs:
+                    info[f.key] = (i, name, nb / max(1, len(futs)))
+                tensor_left[(i, name)] = len(futs)
+                left[i] += len(futs)
+                futures += futs
+            if not left[i]:                              # a shard without tensors
                 _finish(sp, tmps.pop(i))
                 yield sp["shard"]
         for fut in as_completed(futures):
@@ -500,8 +505,12 @@ def _run_distributed(todo, client, bar, tbar):
             try:
                 fut.result()
             except AclnnError as e:
-                raise CheckpointError(f"{todo[i]['shard']}: tensor {name!r}: {e}") from e
-            _tick(bar, tbar, name, nb)
+                raise CheckpointError(str(e)) from e         # it names the shard, tensor and chunk
+            bar.update(nb)
+            tensor_left[(i, name)] -= 1
+            if tensor_left[(i, name)] == 0:
+                tbar.set_postfix_str(name[-40:], refresh=False)
+                tbar.update(1)
             left[i] -= 1
             if left[i] == 0:
                 _finish(todo[i], tmps.pop(i))

@@ -178,3 +178,15 @@ def test_cli_on_a_running_scheduler_axis0(client, tmp_path, capsys):
     check_output(tmp_path / "out", tensors, quantized, 24, "F8_E4M3", axis=0)
     assert header_of(tmp_path / "out" / SHARDS[1])["__metadata__"]["npu_emu.axis"] == "0"
     assert len(client.scheduler_info()["workers"]) == 2            # the command left the cluster running
+
+
+def test_op_error_in_a_worker_names_the_chunk_and_leaves_nothing(client, tmp_path):
+    # every check the plan cannot make runs in the tasks: a bad CANN-version switch fails in the first block
+    make_checkpoint(tmp_path / "in")
+    with pytest.raises(ck.CheckpointError, match=r"^\[161002 ACLNN_ERR_PARAM_INVALID\] npu_emu.dask.dynamic_mx_quant: "
+                                                 r"chunk \(\d+, 0\) \(index range \[\d+:\d+, 0:\d+\]\) of "
+                                                 r"model-0000\d-of-00003.safetensors tensor '.*weight': "
+                                                 r"cann_version='no-such-version' is not one of"):
+        ck.quantize_checkpoint(tmp_path / "in", tmp_path / "out", format="mxfp8", cann_version="no-such-version",
+                               client=client, chunk_mb=TINY, progress=False)
+    assert os.listdir(tmp_path / "out") == []           # temporary files removed, no final name, no index
