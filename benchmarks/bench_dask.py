@@ -113,12 +113,16 @@ class CheckpointThroughput(_Job):
         # warm every worker (kernels loaded from the cache) and this process's ops loop
         ck.quantize_checkpoint(src, self._out(), format="mxfp8", client=self.client, progress=False)
         ops_loop(src, self._out())
-        t = time.perf_counter()
-        ops_loop(src, self._out())
-        self.loop_seconds = time.perf_counter() - t
-        t = time.perf_counter()
-        ck.quantize_checkpoint(src, self._out(), format="mxfp8", client=self.client, progress=False)
-        self.job_seconds = time.perf_counter() - t
+        # best of 3, interleaved, so that a load change on the box hits both sides alike
+        loop, job = [], []
+        for _ in range(3):
+            t = time.perf_counter()
+            ops_loop(src, self._out())
+            loop.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            ck.quantize_checkpoint(src, self._out(), format="mxfp8", client=self.client, progress=False)
+            job.append(time.perf_counter() - t)
+        self.loop_seconds, self.job_seconds = min(loop), min(job)
 
     def teardown(self, *args):
         self.client.close()
