@@ -583,7 +583,8 @@ def build_parser(commands):
     sp.add_argument("--workers", type=int, default=None, metavar="N",
                     help="LocalCluster worker processes (default: the number of cores)")
     sp.add_argument("--threads-per-worker", type=int, default=1, metavar="N",
-                    help="LocalCluster threads per worker (default 1; more needs numba's tbb or omp layer)")
+                    help="LocalCluster threads per worker (default 1; more run side by side only on numba's tbb "
+                         "or omp threading layer)")
     sp.add_argument("--numba-threads", type=int, default=None, metavar="N",
                     help="NUMBA_NUM_THREADS of the LocalCluster workers (default: cores / (workers x threads))")
     sp.add_argument("--chunk-mb", type=float, default=64, metavar="MB",

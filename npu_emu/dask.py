@@ -12,6 +12,7 @@ one key, so a distributed scheduler moves them to each worker once, not once per
 """
 
 import os
+import threading
 import warnings
 
 import dask
@@ -44,10 +45,44 @@ def _where(op, block, starts, sizes):
     return f"npu_emu.dask.{op}: chunk {tuple(block)} (index range [{rng}])"
 
 
+_LAYER = {}
+_SERIAL = threading.Lock()
+
+
+def _workqueue():
+    """True when this process's numba kernels run on the ``workqueue`` threading layer: it aborts the process when
+    two threads launch parallel kernels at once (dask's threaded scheduler, a worker with nthreads > 1). numba
+    takes tbb, then omp, then workqueue, unless NUMBA_THREADING_LAYER names one."""
+    if "wq" not in _LAYER:
+        import importlib
+
+        import numba
+
+        layer = numba.config.THREADING_LAYER
+        if layer == "workqueue":
+            _LAYER["wq"] = True
+        else:
+            found = False
+            for mod in ("numba.np.ufunc.tbbpool", "numba.np.ufunc.omppool"):
+                try:
+                    importlib.import_module(mod)
+                    found = True
+                    break
+                except ImportError:
+                    pass
+            _LAYER["wq"] = not found
+    return _LAYER["wq"]
+
+
 def _call(op, fn_name, where, *args, **kwargs):
-    """One chunk's call through npu_emu.ops; its error keeps the CANN status and names the chunk."""
+    """One chunk's call through npu_emu.ops; its error keeps the CANN status and names the chunk. On the
+    workqueue layer, calls from several threads of one process take turns (each still uses every numba thread)."""
+    fn = _ops(fn_name)
     try:
-        return _ops(fn_name)(*args, **kwargs)
+        if threading.active_count() > 1 and _workqueue():
+            with _SERIAL:
+                return fn(*args, **kwargs)
+        return fn(*args, **kwargs)
     except AclnnError as e:
         raise AclnnError(e.status, f"{where}: {e.message}") from e
 
@@ -472,16 +507,15 @@ def worker_environ(n_workers=None, threads_per_worker=1, numba_threads=None):
 
     numba threads per worker default to cores // (n_workers * threads_per_worker), at least 1. The nanny sets
     OMP_NUM_THREADS but not NUMBA_NUM_THREADS, so this goes through ``distributed.nanny.pre-spawn-environ``. More
-    than one Dask thread per worker calls numba's parallel kernels from several threads at once: numba's default
-    ``workqueue`` layer aborts the process then, so a thread-safe layer (tbb or omp) is required.
+    than one Dask thread per worker calls numba's parallel kernels from several threads at once, which numba's
+    ``workqueue`` layer does not survive: on that layer the chunks of one process take turns (see ``_call``), so
+    real concurrency needs tbb or omp (numba picks them first when installed).
     """
     cores = os.cpu_count() or 1
     n_workers = n_workers or cores
     if numba_threads is None:
         numba_threads = max(1, cores // max(1, n_workers * threads_per_worker))
     env = {"NUMBA_NUM_THREADS": str(int(numba_threads)), "OMP_NUM_THREADS": str(int(numba_threads))}
-    if threads_per_worker > 1:
-        env["NUMBA_THREADING_LAYER"] = "threadsafe"
     for key in ("NUMBA_CACHE_DIR",):
         if os.environ.get(key):
             env[key] = os.environ[key]
