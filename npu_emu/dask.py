@@ -87,6 +87,19 @@ def _call(op, fn_name, where, *args, **kwargs):
         raise AclnnError(e.status, f"{where}: {e.message}") from e
 
 
+def _chunk_kwargs(op, kwargs):
+    """The keywords each chunk's call gets. Those that describe or return one whole call have no per-chunk
+    meaning and are refused."""
+    whole = {"tiling": "a user tiling describes one whole call; each chunk gets the host tiling of its own shape",
+             "block_dim": "it goes with a user tiling, which describes one whole call",
+             "trace": "a trace describes one call; run npu_emu.ops on a chunk to see one",
+             "out": "the result is a dask array; store it with dask.array.store"}
+    for key, why in whole.items():
+        if kwargs.get(key) is not None and kwargs.get(key) is not False:
+            raise _bad(f"npu_emu.dask.{op}: {key}= is not taken here ({why})")
+    return {k: v for k, v in kwargs.items() if k not in whole}
+
+
 def _starts(chunks):
     return [tuple(np.cumsum((0,) + c[:-1]).tolist()) for c in chunks]
 
@@ -196,6 +209,7 @@ def dynamic_mx_quant(x, *, axis=-1, dst_type=296, block_size=32, rechunk=True, *
     if isinstance(block_size, bool) or not isinstance(block_size, (int, np.integer)) or block_size <= 0:
         raise _bad(f"npu_emu.dask.dynamic_mx_quant: block_size={block_size!r} must be a positive integer")
     ax = int(axis) % x.ndim
+    kwargs = _chunk_kwargs("dynamic_mx_quant", kwargs)
     dst = _mx_dst(dst_type)
     ok, rule = _multiple_rule(2 * int(block_size))
     x = _fix_axis(x, ax, ok, rule, rechunk, "npu_emu.dask.dynamic_mx_quant")
@@ -245,6 +259,7 @@ def grouped_dynamic_mx_quant(x, group_index, *, dst_type=23, rechunk=True, gap_f
     if x.ndim != 2:
         raise _bad(f"npu_emu.dask.grouped_dynamic_mx_quant: x must be 2-D [m, n], got shape {x.shape}")
     m = x.shape[0]
+    kwargs = _chunk_kwargs("grouped_dynamic_mx_quant", kwargs)
     ends = _group_ends(group_index, m)
     bounds = sorted(set([0] + ends))
     dst = _mx_dst(dst_type)
@@ -318,6 +333,7 @@ def sign_bits_unpack(x, size, dtype, *, rechunk=True, **kwargs):
     """``npu_sign_bits_unpack`` over a 1-D uint8 dask array -> (size, 8N / size). Any chunking: each byte gives its
     own 8 values; each chunk is unpacked with size 1 and the whole result reshaped to (size, 8N / size)."""
     x = _as_dask(x, "x")
+    kwargs = _chunk_kwargs("sign_bits_unpack", kwargs)
     size = _positive_int(size, "size", "sign_bits_unpack")
     if x.ndim != 1:
         raise _bad(f"npu_emu.dask.sign_bits_unpack: input value should be a 1-dimensional array (got shape "
@@ -343,6 +359,7 @@ def sign_bits_pack(x, size, *, rechunk=True, **kwargs):
     """``npu_sign_bits_pack`` over a 1-D float32/float16 dask array -> (size, ceil(N / 8) / size) uint8.
     Chunks hold whole bytes: multiples of 8 elements, the last excepted (only the last byte is padded)."""
     x = _as_dask(x, "x")
+    kwargs = _chunk_kwargs("sign_bits_pack", kwargs)
     size = _positive_int(size, "size", "sign_bits_pack")
     if x.ndim != 1:
         raise _bad(f"npu_emu.dask.sign_bits_pack: input must be one-dimensional (got shape {x.shape})")
@@ -377,6 +394,7 @@ def gather_dequant_int8(table, indices, scale, zero_point, **kwargs):
     """``gather_dequant_int8`` over a dask array of indices (any shape, any chunking) -> float16 indices.shape +
     (E,). Each token's row depends on its index only; table, scale and zero_point are numpy arrays, sent once."""
     indices = _as_dask(indices, "indices")
+    kwargs = _chunk_kwargs("gather_dequant_int8", kwargs)
     t = np.asarray(table)
     if t.ndim != 2:
         raise _bad(f"npu_emu.dask.gather_dequant_int8: table must be 2-D [V, E], got shape {t.shape}")
@@ -408,6 +426,7 @@ def quant_matmul(x1, x2, scale, *, pertoken_scale=None, n=None, rechunk=True, **
     ``n``: the output columns, read from x2's shape and dtype labels when not given (int4 / FP4 packed two per byte
     and int32-packed int4 words hide them); a chunk whose result has other columns raises."""
     x1 = _as_dask(x1, "x1")
+    kwargs = _chunk_kwargs("quant_matmul", kwargs)
     if x1.ndim != 2:
         raise _bad(f"npu_emu.dask.quant_matmul: x1 must be 2-D [m, k] (split by rows), got shape {x1.shape}")
     m = x1.shape[0]
@@ -477,6 +496,7 @@ def data_copy_dequant(acc, deq_value, *, mode="DEQ8", rechunk=True, **kwargs):
     """``data_copy_dequant`` over a dask int32 accumulator (..., N) split along the leading axes (each element
     depends on its own value and its column's deq entry); the last axis is one chunk."""
     acc = _as_dask(acc, "acc")
+    kwargs = _chunk_kwargs("data_copy_dequant", kwargs)
     if acc.ndim < 1:
         raise _bad("npu_emu.dask.data_copy_dequant: acc must have at least one dimension (..., N)")
     acc = _fix_axis(acc, acc.ndim - 1, lambda s: len(s) == 1, lambda s: [sum(s)], rechunk,

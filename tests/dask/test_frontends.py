@@ -277,3 +277,13 @@ def test_building_the_graph_calls_no_op(monkeypatch):
                                                                 (6, 10, 256))
     with pytest.raises(AssertionError, match="called while building"):
         y.compute()
+
+
+def test_whole_call_keywords_are_refused():
+    x = da.zeros((64, 64), ml_dtypes.bfloat16, chunks=32)
+    with pytest.raises(AclnnError, match=r"161002.*tiling= is not taken here \(a user tiling describes one whole"):
+        nd.grouped_dynamic_mx_quant(x, np.array([64], np.int32), tiling={"usedCoreNum": 1})
+    with pytest.raises(AclnnError, match="trace= is not taken here"):
+        nd.dynamic_mx_quant(x, trace=True)
+    with pytest.raises(AclnnError, match="out= is not taken here"):
+        nd.data_copy_dequant(da.zeros((4, 16), np.int32, chunks=2), 1, mode="DEQ16", out=np.empty((4, 16)))
