@@ -237,7 +237,8 @@ def plan(src, out, *, format="mxfp8", axis=-1, include=None, exclude=None, block
                 y_bytes, s_bytes = int(np.prod(y_shape)), int(np.prod(s_shape))
                 tensors += [(name, y_st, (m, n) if format != "mxfp4" else y_shape, y_bytes),
                             (name + "_scale", "F8_E8M0", s_shape, s_bytes)]
-                # a task holds its input rows and the kernel's float32 copy of them
+                # --chunk-mb of input rows per task, in whole pairs of 32-row MX blocks (axis 0 needs them; along
+                # the rows any count would do, and the same rule keeps one code path)
                 rows = max(unit, chunk // max(1, n * (4 if x_dtype == "float32" else 2)) // unit * unit)
                 work.append(("quant", name, src_off, (m, n), x_dtype, rows, nbytes))
             else:
@@ -296,8 +297,10 @@ def _quant_block(block, *, src, shard, tensor, out, y_off, s_off, y_shape, s_sha
     y, s = nd._call("dynamic_mx_quant", "npu_dynamic_mx_quant", where, block, axis=axis, **kwargs)
     full = tuple(slice(0, d) for d in y_shape[1:])
     ShardRegion(out, y_off, y_shape, np.uint8)[(slice(r0, r1),) + full] = np.asarray(y)
-    # a block of rows r0:r1 (r0 a multiple of 64 for axis 0) owns scale rows r0:r1 (axis -1) or r0/64:ceil(r1/64)
-    s0, s1 = (r0, r1) if axis == 1 else (r0 // 64, -(-r1 // 64))
+    # a block of rows r0:r1 owns scale rows r0:r1 (axis -1) or, r0 being a multiple of a block pair, the pair rows
+    # r0 / pair : ceil(r1 / pair) (axis 0)
+    pair = 2 * kwargs["block_size"]
+    s0, s1 = (r0, r1) if axis == 1 else (r0 // pair, -(-r1 // pair))
     ShardRegion(out, s_off, s_shape, np.uint8)[(slice(s0, s1),) + tuple(slice(0, d) for d in s_shape[1:])] = \
         np.asarray(s)
     return np.ones((1, 1), np.int64)
