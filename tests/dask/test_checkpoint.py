@@ -190,3 +190,12 @@ def test_op_error_in_a_worker_names_the_chunk_and_leaves_nothing(client, tmp_pat
         ck.quantize_checkpoint(tmp_path / "in", tmp_path / "out", format="mxfp8", cann_version="no-such-version",
                                client=client, chunk_mb=TINY, progress=False)
     assert os.listdir(tmp_path / "out") == []           # temporary files removed, no final name, no index
+
+
+def test_in_process_run_is_the_same_job(tmp_path):
+    # scheduler="synchronous": the same tasks in this process, no cluster (the benchmark's peak-memory runs)
+    tensors = make_checkpoint(tmp_path / "in", seed=4)
+    res = ck.quantize_checkpoint(tmp_path / "in", tmp_path / "out", format="mxfp8", scheduler="synchronous",
+                                 include=r"(q|up)\.weight$", chunk_mb=TINY, progress=False)
+    assert res["written"] == SHARDS
+    check_output(tmp_path / "out", tensors, {"layers.0.attn.q.weight", "layers.0.mlp.up.weight"}, 24, "F8_E4M3")
