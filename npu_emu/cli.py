@@ -555,6 +555,51 @@ def build_parser(commands):
     sp.set_defaults(func=_cmd_exec)
 
     sp = sub.add_parser(
+        "quantize-checkpoint", formatter_class=fmt,
+        help="MX-quantize every 2-D weight of a safetensors checkpoint on Dask, bit-identical to npu_dynamic_mx_quant",
+        description=_w("Reads the safetensors shards of INPUT lazily (memory-mapped), quantizes each selected 2-D "
+                       "weight with npu_dynamic_mx_quant (codes NAME and E8M0 scales NAME_scale), copies the other "
+                       "tensors through, and writes one output shard per input shard plus "
+                       "model.safetensors.index.json into --out. Runs on a new dask.distributed LocalCluster (one "
+                       "worker process per core, one thread each) or on --scheduler ADDRESS (INPUT and --out must "
+                       "then be on a file system every worker sees). Shards are written under a temporary name and "
+                       "renamed when complete; a re-run skips the shards already written for the same job and "
+                       "source. Needs pip install 'npu-emu[dask]'. docs/integrations/dask.md."),
+        epilog="examples:\n  npu-emu quantize-checkpoint ./Llama-3-8B --format mxfp8 --out ./Llama-3-8B-mxfp8\n"
+               "  npu-emu quantize-checkpoint ./model --format mxfp4 --exclude 'embed|lm_head' --out ./q4 \\\n"
+               "      --scheduler tcp://10.0.0.1:8786")
+    sp.add_argument("input", help="a .safetensors file or a checkpoint folder (its index JSON or *.safetensors)")
+    sp.add_argument("--format", required=True, choices=("mxfp8", "mxfp8_e5m2", "mxfp4"),
+                    help="mxfp8 = float8_e4m3fn codes, mxfp8_e5m2, mxfp4 = float4_e2m1 codes, E8M0 scales per 32")
+    sp.add_argument("--axis", type=int, default=-1, choices=(-1, 0, 1),
+                    help="the axis of the 32-element blocks (default -1: along each row)")
+    sp.add_argument("--include", metavar="REGEX", default=None,
+                    help="quantize the tensors whose name matches (default: 2-D floating tensors matching 'weight$'); "
+                         "with --include every match must be a 2-D float16/bfloat16/float32 tensor")
+    sp.add_argument("--exclude", metavar="REGEX", default=None, help="copy the tensors whose name matches through")
+    sp.add_argument("--out", required=True, metavar="DIR", help="output folder (created; not the input folder)")
+    sp.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                    help="a running dask scheduler (tcp://host:8786) instead of a new LocalCluster")
+    sp.add_argument("--workers", type=int, default=None, metavar="N",
+                    help="LocalCluster worker processes (default: the number of cores)")
+    sp.add_argument("--threads-per-worker", type=int, default=1, metavar="N",
+                    help="LocalCluster threads per worker (default 1; more run side by side only on numba's tbb "
+                         "or omp threading layer)")
+    sp.add_argument("--numba-threads", type=int, default=None, metavar="N",
+                    help="NUMBA_NUM_THREADS of the LocalCluster workers (default: cores / (workers x threads))")
+    sp.add_argument("--chunk-mb", type=float, default=64, metavar="MB",
+                    help="input megabytes per task (rows rounded to 64): bounds each worker's memory (default 64)")
+    sp.add_argument("--cann-version", default="master", help="the CANN-version switch of npu_dynamic_mx_quant")
+    sp.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    def _cmd_quantize_checkpoint(a, commands):
+        from npu_emu import checkpoint
+
+        return checkpoint.cli_main(a)
+
+    sp.set_defaults(func=_cmd_quantize_checkpoint)
+
+    sp = sub.add_parser(
         "compare", formatter_class=fmt,
         help="compare two .bin files element by element (bit-exact by default), like CANN's compare_data.py",
         description=_w("Reads ACTUAL and EXPECTED as raw little-endian arrays of --dtype and compares them: bit-exact "

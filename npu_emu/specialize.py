@@ -61,7 +61,9 @@ def load(modname, **consts):
     tag = tag_of(consts)
     name = f"{modname}[{tag}]"
     mod = sys.modules.get(name)
-    if mod is not None:
+    # the copy is in sys.modules while its source still runs (numba needs it findable): without the lock, return
+    # only finished copies, or a second thread (Dask's threaded scheduler) gets a module without its kernels yet
+    if mod is not None and mod.__dict__.get("__spec_ready__"):
         return mod
     with _lock:
         mod = sys.modules.get(name)
@@ -78,6 +80,7 @@ def load(modname, **consts):
         _state.consts = dict(consts)
         try:
             exec(compile(source, spec.origin, "exec"), mod.__dict__)
+            mod.__spec_ready__ = True
         except BaseException:
             del sys.modules[name]
             raise
