@@ -555,6 +555,22 @@ def build_parser(commands):
     sp.set_defaults(func=_cmd_exec)
 
     sp = sub.add_parser(
+        "cabi", formatter_class=fmt,
+        help="build headers and libraries so that CANN aclnn C++ test programs run on the CPU",
+        description=_w("The C ABI: `npu-emu cabi build --prefix DIR` writes DIR/include (acl/acl.h, "
+                       "aclnnop/aclnn_<op>.h for every aclnn op npu-emu has) and DIR/lib (libascendcl.so, libopapi.so, "
+                       "libnnopbase.so, ...) so that a program written like CANN's examples/test_aclnn_<op>.cpp "
+                       "compiles with g++ and runs on the CPU with the device's bits (docs/integrations/cabi.md). "
+                       "Needs a C++ compiler and a Python with a shared libpython."),
+        epilog="examples:\n  npu-emu cabi build --prefix ~/npu-emu-cann\n"
+               "  g++ test_aclnn_sign_bits_unpack.cpp -I ~/npu-emu-cann/include -L ~/npu-emu-cann/lib \\\n"
+               "      -Wl,-rpath,$HOME/npu-emu-cann/lib -lascendcl -lopapi -lnnopbase -o test && ./test")
+    cabi_sub = sp.add_subparsers(dest="cabi_command", required=True, metavar="SUBCOMMAND")
+    op = cabi_sub.add_parser("build", help="write DIR/include and DIR/lib; print the g++ line to use")
+    op.add_argument("--prefix", required=True, metavar="DIR", help="where to write include/ and lib/")
+    op.set_defaults(func=_cmd_cabi_build)
+
+    sp = sub.add_parser(
         "compare", formatter_class=fmt,
         help="compare two .bin files element by element (bit-exact by default), like CANN's compare_data.py",
         description=_w("Reads ACTUAL and EXPECTED as raw little-endian arrays of --dtype and compares them: bit-exact "
@@ -601,6 +617,12 @@ def build_parser(commands):
             add_arguments(op_p)
             op_p.set_defaults(func=lambda a, c, h=handler: h(a))
     return p
+
+
+def _cmd_cabi_build(args, commands):
+    from npu_emu.cabi.build import main as cabi_main  # imported here: the CLI starts without the C ABI
+
+    return cabi_main(args)
 
 
 def main(argv=None):

@@ -1,0 +1,74 @@
+"""The C ABI tests: a prefix built once per session by `npu-emu cabi build`, the C++ programs of programs/
+compiled against it with the system compiler (all at once, in parallel), each run as a subprocess.
+
+The programs' embedded interpreters inherit NUMBA_CACHE_DIR, so with a warm cache (`npu-emu compile`) they load
+the kernels instead of compiling them; every op configuration the programs use is one op_configs.py precompiles.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+def _compiler():
+    from npu_emu.cabi import find_compiler
+
+    return find_compiler()
+
+
+@pytest.fixture(scope="session")
+def cabi_prefix(tmp_path_factory):
+    if _compiler() is None:
+        pytest.skip("no C++ compiler (g++, c++, clang++ or $CXX): the C ABI tests compile C++ programs")
+    import sysconfig
+
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        pytest.skip(f"{sys.executable} has no shared libpython, which the C ABI embeds")
+    from npu_emu.cabi import build
+
+    prefix = tmp_path_factory.mktemp("cabi") / "prefix"
+    build(prefix)
+    return prefix
+
+
+@pytest.fixture(scope="session")
+def programs(cabi_prefix, tmp_path_factory):
+    """{name: executable path} of every programs/*.cpp, compiled in parallel (one g++ each)."""
+    from npu_emu.cabi import compile_command
+
+    out = tmp_path_factory.mktemp("cabi-bin")
+    cxx = _compiler()
+    procs = {}
+    for src in sorted(PROGRAMS.glob("*.cpp")):
+        exe = out / src.stem
+        cmd = compile_command(cabi_prefix, src, exe, compiler=cxx) + ["-I", str(PROGRAMS), "-pthread"]
+        procs[src.stem] = (exe, cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                      text=True))
+    built = {}
+    for name, (exe, cmd, proc) in procs.items():
+        text, _ = proc.communicate()
+        assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{text}"
+        built[name] = exe
+    return built
+
+
+def run_program(exe, *args, timeout=600):
+    """Run a compiled program; returns (returncode, {name: bytes} of its hex lines, stdout)."""
+    env = dict(os.environ)
+    proc = subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True, timeout=timeout, env=env)
+    values = {}
+    for line in proc.stdout.splitlines():
+        name, sep, hexs = line.partition(":")
+        if sep and hexs and all(c in "0123456789abcdef" for c in hexs):
+            values[name] = bytes.fromhex(hexs)
+    return proc.returncode, values, proc.stdout + proc.stderr
+
+
+@pytest.fixture
+def run():
+    return run_program

@@ -1,0 +1,119 @@
+// SignBitsUnpack (uint8 -> float32) then SignBitsPack (float16 -> uint8), written like CANN's
+// examples/test_aclnn_sign_bits_unpack.cpp. Prints inputs and outputs as hex.
+#include <memory>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_sign_bits_pack.h"
+#include "aclnnop/aclnn_sign_bits_unpack.h"
+#include "common.h"
+
+static int RunUnpack(aclrtStream stream)
+{
+    std::vector<int64_t> selfShape = {8};
+    std::vector<int64_t> outShape = {2, 32};
+    int64_t outsize = 2;
+    aclDataType dataType = ACL_FLOAT;
+    std::vector<uint8_t> selfHostData = LcgBytes(8, 7);
+    std::vector<float> outHostData(64, 0);
+    void* selfDeviceAddr = nullptr;
+    void* outDeviceAddr = nullptr;
+    aclTensor* self = nullptr;
+    aclTensor* out = nullptr;
+    auto ret = CreateAclTensor(selfHostData, selfShape, &selfDeviceAddr, aclDataType::ACL_UINT8, &self);
+    CHECK_RET(ret == ACL_SUCCESS, return ret);
+    ret = CreateAclTensor(outHostData, outShape, &outDeviceAddr, aclDataType::ACL_FLOAT, &out);
+    CHECK_RET(ret == ACL_SUCCESS, return ret);
+
+    uint64_t workspaceSize = 0;
+    aclOpExecutor* executor;
+    ret = aclnnSignBitsUnpackGetWorkspaceSize(self, outsize, dataType, out, &workspaceSize, &executor);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnSignBitsUnpackGetWorkspaceSize failed. ERROR: %d\n", ret);
+              return ret);
+    void* workspaceAddr = nullptr;
+    if (workspaceSize > 0) {
+        ret = aclrtMalloc(&workspaceAddr, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
+        CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret); return ret);
+    }
+    ret = aclnnSignBitsUnpack(workspaceAddr, workspaceSize, executor, stream);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnSignBitsUnpack failed. ERROR: %d\n", ret); return ret);
+    ret = aclrtSynchronizeStream(stream);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d\n", ret); return ret);
+
+    PrintHex("unpack_x", selfHostData.data(), selfHostData.size());
+    ret = PrintDevice("unpack_out", outDeviceAddr, GetShapeSize(outShape) * sizeof(float));
+    CHECK_RET(ret == ACL_SUCCESS, return ret);
+
+    aclDestroyTensor(self);
+    aclDestroyTensor(out);
+    aclrtFree(selfDeviceAddr);
+    aclrtFree(outDeviceAddr);
+    if (workspaceSize > 0) {
+        aclrtFree(workspaceAddr);
+    }
+    return 0;
+}
+
+static int RunPack(aclrtStream stream)
+{
+    // 48 float16 values from random bits with the exponent forced finite: signs are what matters
+    std::vector<uint8_t> bytes = LcgBytes(96, 11);
+    std::vector<uint16_t> selfHostData(48);
+    for (size_t i = 0; i < selfHostData.size(); i++) {
+        uint16_t b = static_cast<uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8));
+        selfHostData[i] = static_cast<uint16_t>((b & 0x83ffu) | 0x3800u);
+    }
+    std::vector<int64_t> selfShape = {48};
+    int64_t size = 2;
+    std::vector<int64_t> outShape = {2, 3};
+    std::vector<uint8_t> outHostData(6, 0);
+    void* selfDeviceAddr = nullptr;
+    void* outDeviceAddr = nullptr;
+    aclTensor* self = nullptr;
+    aclTensor* out = nullptr;
+    auto ret = CreateAclTensor(selfHostData, selfShape, &selfDeviceAddr, aclDataType::ACL_FLOAT16, &self);
+    CHECK_RET(ret == ACL_SUCCESS, return ret);
+    ret = CreateAclTensor(outHostData, outShape, &outDeviceAddr, aclDataType::ACL_UINT8, &out);
+    CHECK_RET(ret == ACL_SUCCESS, return ret);
+
+    uint64_t workspaceSize = 0;
+    aclOpExecutor* executor;
+    ret = aclnnSignBitsPackGetWorkspaceSize(self, size, out, &workspaceSize, &executor);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnSignBitsPackGetWorkspaceSize failed. ERROR: %d\n", ret);
+              return ret);
+    void* workspaceAddr = nullptr;
+    if (workspaceSize > 0) {
+        ret = aclrtMalloc(&workspaceAddr, workspaceSize, ACL_MEM_MALLOC_HUGE_FIRST);
+        CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("allocate workspace failed. ERROR: %d\n", ret); return ret);
+    }
+    ret = aclnnSignBitsPack(workspaceAddr, workspaceSize, executor, stream);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnSignBitsPack failed. ERROR: %d\n", ret); return ret);
+    ret = aclrtSynchronizeStream(stream);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d\n", ret); return ret);
+
+    PrintHex("pack_x", selfHostData.data(), selfHostData.size() * 2);
+    ret = PrintDevice("pack_out", outDeviceAddr, outHostData.size());
+    CHECK_RET(ret == ACL_SUCCESS, return ret);
+    aclDestroyTensor(self);
+    aclDestroyTensor(out);
+    aclrtFree(selfDeviceAddr);
+    aclrtFree(outDeviceAddr);
+    if (workspaceSize > 0) {
+        aclrtFree(workspaceAddr);
+    }
+    return 0;
+}
+
+int main()
+{
+    int32_t deviceId = 0;
+    aclrtStream stream;
+    auto ret = Init(deviceId, &stream);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("Init acl failed. ERROR: %d\n", ret); return ret);
+    ret = RunUnpack(stream);
+    CHECK_RET(ret == ACL_SUCCESS, Finalize(deviceId, stream); return ret);
+    ret = RunPack(stream);
+    CHECK_RET(ret == ACL_SUCCESS, Finalize(deviceId, stream); return ret);
+    Finalize(deviceId, stream);
+    return 0;
+}
