@@ -19,3 +19,18 @@ def test_sign_bits_unpack_and_pack(programs, run):
     _check(v, "unpack_out", ops.npu_sign_bits_unpack(x, 2, 0))
     h = np.frombuffer(v["pack_x"], np.float16)
     _check(v, "pack_out", ops.npu_sign_bits_pack(h, 2))
+
+
+def test_dynamic_mx_quant_and_grouped(programs, run):
+    import ml_dtypes
+
+    rc, v, text = run(programs["test_aclnn_dynamic_mx_quant"])
+    assert rc == 0, text
+    x = np.frombuffer(v["mx_x"], ml_dtypes.bfloat16).reshape(2, 64)
+    y, scale = ops.npu_dynamic_mx_quant(x, axis=-1, dst_type=24)       # torch_npu code of float8_e4m3fn
+    _check(v, "mx_y", y)
+    _check(v, "mx_scale", scale)
+    x = np.frombuffer(v["grouped_x"], ml_dtypes.bfloat16).reshape(64, 32)
+    y, scale = ops.npu_grouped_dynamic_mx_quant(x, np.array([16, 64], np.int32), dst_type=24)
+    _check(v, "grouped_y", y)
+    _check(v, "grouped_scale", scale)
