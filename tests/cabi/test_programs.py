@@ -34,3 +34,27 @@ def test_dynamic_mx_quant_and_grouped(programs, run):
     y, scale = ops.npu_grouped_dynamic_mx_quant(x, np.array([16, 64], np.int32), dst_type=24)
     _check(v, "grouped_y", y)
     _check(v, "grouped_scale", scale)
+
+
+def test_quant_matmul_family(programs, run):
+    """TransQuantParamV2 then QuantMatmulV3 on one stream (the second reads what the first wrote), V4 with a
+    per-token scale, WeightNz with x2 in FRACTAL_NZ."""
+    rc, v, text = run(programs["test_aclnn_quant_matmul"])
+    assert rc == 0, text
+    m, k, n = 16, 64, 32
+
+    def arr(name, dtype, shape):
+        return np.frombuffer(v[name], dtype).reshape(shape)
+
+    packed = ops.npu_trans_quant_param(arr("v3_scale", np.float32, (n,)))
+    _check(v, "v3_scale_u64", packed)
+    _check(v, "v3_out", ops.npu_quant_matmul(arr("v3_x1", np.int8, (m, k)), arr("v3_x2", np.int8, (k, n)), packed,
+                                             output_dtype="float16"))
+    _check(v, "v4_out", ops.npu_quant_matmul(arr("v4_x1", np.int8, (m, k)), arr("v4_x2", np.int8, (k, n)),
+                                             arr("v4_scale", np.float32, (n,)),
+                                             pertoken_scale=arr("v4_pertoken", np.float32, (m,)),
+                                             output_dtype="float16"))
+    _check(v, "nz_out", ops.npu_quant_matmul(arr("nz_x1", np.int8, (m, k)), arr("nz_x2", np.int8, (k, n)),
+                                             arr("nz_scale", np.float32, (n,)),
+                                             pertoken_scale=arr("nz_pertoken", np.float32, (m,)),
+                                             output_dtype="bfloat16"))
