@@ -58,3 +58,53 @@ def test_quant_matmul_family(programs, run):
                                              arr("nz_scale", np.float32, (n,)),
                                              pertoken_scale=arr("nz_pertoken", np.float32, (m,)),
                                              output_dtype="bfloat16"))
+
+
+def test_gather_dequant_int8(programs, run):
+    rc, v, text = run(programs["test_aclnn_gather_dequant_int8"])
+    assert rc == 0, text
+    table = np.frombuffer(v["table"], np.uint8).reshape(16, 256)
+    idx = np.frombuffer(v["indices"], np.int32).reshape(2, 4)
+    scale = np.frombuffer(v["scale"], np.float16)
+    zp = np.frombuffer(v["zero_point"], np.float16)
+    _check(v, "out", ops.gather_dequant_int8(table, idx, scale, zp))
+
+
+def test_threads_share_the_interpreter(programs, run):
+    """Four threads with their own streams call aclnn at once: each gets its own result."""
+    rc, v, text = run(programs["test_aclnn_threads"])
+    assert rc == 0, text
+    for i in range(4):
+        _check(v, f"out{i}", ops.npu_sign_bits_unpack(np.frombuffer(v[f"x{i}"], np.uint8), 2, 0))
+
+
+ERRORS = {
+    "null_tensor": 161001, "null_out": 161001, "wrong_dtype": 161002, "bad_dtype_arg": 161002,
+    "null_workspace_size_ptr": 161001, "view_past_allocation": 161002, "destroyed_tensor": 161002,
+    "unsupported_format": 161002, "null_executor": 161001, "get_workspace": 0, "null_workspace": 161001,
+    "short_workspace_size": 161002, "short_workspace_allocation": 161002, "bad_stream": 161002, "run": 0,
+    "executor_reused": 161002, "synchronize": 0, "malloc_small": 0,
+    # the acl runtime's own code for every bad argument, ACL_ERROR_INVALID_PARAM
+    "memcpy_count_over_destmax": 100000, "memcpy_past_allocation": 100000, "memcpy_read_past_allocation": 100000,
+    "memcpy_null": 100000, "memcpy_host_as_device": 100000, "memcpy_bad_kind": 100000, "memcpy_ok": 0,
+    "malloc_null": 100000, "free_foreign": 100000, "free_ok": 0, "free_twice": 100000, "set_device_1": 100000,
+    "destroy_stream_null": 100000, "end": 0,
+}
+
+
+def test_error_paths_return_cann_statuses(programs, run):
+    rc, v, text = run(programs["test_aclnn_errors"])
+    assert rc == 0, text
+    got = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and value.lstrip("-").isdigit():
+            got[name] = int(value)
+    assert got == {**ERRORS, "workspace_size": got.get("workspace_size")}, text
+    assert got["workspace_size"] > 0
+    # a refused launch wrote nothing: the output still holds the zeros it was created with
+    assert v["out_after_refused"] == bytes(64 * 4)
+    # every failure came with a message saying what was wrong
+    for name, status in ERRORS.items():
+        if status:
+            assert f"#{name}: " in text and f"#{name}: \n" not in text, name

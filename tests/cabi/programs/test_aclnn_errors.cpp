@@ -1,0 +1,90 @@
+// Bad calls: each case prints "<case>=<status>"; the program must end normally (no crash in the shim).
+#include <cstring>
+#include <vector>
+
+#include "acl/acl.h"
+#include "aclnnop/aclnn_sign_bits_unpack.h"
+#include "common.h"
+
+#define REPORT(name, expr)                                  \
+    do {                                                    \
+        int status_ = static_cast<int>(expr);               \
+        printf("%s=%d\n", name, status_);                   \
+        if (status_ != 0) printf("#%s: %s\n", name, aclGetRecentErrMsg()); \
+    } while (0)
+
+int main()
+{
+    int32_t deviceId = 0;
+    aclrtStream stream;
+    auto ret = Init(deviceId, &stream);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("Init acl failed. ERROR: %d\n", ret); return ret);
+
+    std::vector<uint8_t> selfHost = LcgBytes(8, 1);
+    std::vector<float> outHost(64, 0);
+    void *selfAddr, *outAddr, *intAddr;
+    aclTensor *self, *out, *outInt32;
+    CreateAclTensor(selfHost, {8}, &selfAddr, aclDataType::ACL_UINT8, &self);
+    CreateAclTensor(outHost, {2, 32}, &outAddr, aclDataType::ACL_FLOAT, &out);
+    CreateAclTensor(std::vector<int32_t>(64, 0), {2, 32}, &intAddr, aclDataType::ACL_INT32, &outInt32);
+    uint64_t ws = 0;
+    aclOpExecutor* ex = nullptr;
+
+    // aclnn argument checks
+    REPORT("null_tensor", aclnnSignBitsUnpackGetWorkspaceSize(nullptr, 2, ACL_FLOAT, out, &ws, &ex));
+    REPORT("null_out", aclnnSignBitsUnpackGetWorkspaceSize(self, 2, ACL_FLOAT, nullptr, &ws, &ex));
+    REPORT("wrong_dtype", aclnnSignBitsUnpackGetWorkspaceSize(self, 2, ACL_FLOAT, outInt32, &ws, &ex));
+    REPORT("bad_dtype_arg", aclnnSignBitsUnpackGetWorkspaceSize(self, 2, static_cast<aclDataType>(99), out, &ws,
+                                                                &ex));
+    REPORT("null_workspace_size_ptr", aclnnSignBitsUnpackGetWorkspaceSize(self, 2, ACL_FLOAT, out, nullptr, &ex));
+    std::vector<int64_t> big = {4096};
+    aclTensor* tooBig = aclCreateTensor(big.data(), 1, ACL_UINT8, nullptr, 0, ACL_FORMAT_ND, big.data(), 1, selfAddr);
+    REPORT("view_past_allocation", aclnnSignBitsUnpackGetWorkspaceSize(tooBig, 2, ACL_FLOAT, out, &ws, &ex));
+    aclTensor* gone = aclCreateTensor(big.data(), 1, ACL_UINT8, nullptr, 0, ACL_FORMAT_ND, big.data(), 1, selfAddr);
+    aclDestroyTensor(gone);
+    REPORT("destroyed_tensor", aclnnSignBitsUnpackGetWorkspaceSize(gone, 2, ACL_FLOAT, out, &ws, &ex));
+    aclTensor* nz = aclCreateTensor(big.data(), 1, ACL_UINT8, nullptr, 0, ACL_FORMAT_FRACTAL_NZ, big.data(), 1,
+                                    selfAddr);
+    REPORT("unsupported_format", aclnnSignBitsUnpackGetWorkspaceSize(nz, 2, ACL_FLOAT, out, &ws, &ex));
+    REPORT("null_executor", aclnnSignBitsUnpack(nullptr, 0, nullptr, stream));
+
+    // workspace checks of the second phase; the output must stay untouched by a refused launch
+    REPORT("get_workspace", aclnnSignBitsUnpackGetWorkspaceSize(self, 2, ACL_FLOAT, out, &ws, &ex));
+    printf("workspace_size=%llu\n", static_cast<unsigned long long>(ws));
+    void* shortWs = nullptr;
+    aclrtMalloc(&shortWs, ws / 2, ACL_MEM_MALLOC_HUGE_FIRST);
+    REPORT("null_workspace", aclnnSignBitsUnpack(nullptr, ws, ex, stream));
+    REPORT("short_workspace_size", aclnnSignBitsUnpack(shortWs, ws - 1, ex, stream));
+    REPORT("short_workspace_allocation", aclnnSignBitsUnpack(shortWs, ws, ex, stream));
+    PrintDevice("out_after_refused", outAddr, 64 * 4);
+    REPORT("bad_stream", aclnnSignBitsUnpack(shortWs, ws, ex, reinterpret_cast<aclrtStream>(&ws)));
+    void* fullWs = nullptr;
+    aclrtMalloc(&fullWs, ws, ACL_MEM_MALLOC_HUGE_FIRST);
+    REPORT("run", aclnnSignBitsUnpack(fullWs, ws, ex, stream));
+    REPORT("executor_reused", aclnnSignBitsUnpack(fullWs, ws, ex, stream));
+    REPORT("synchronize", aclrtSynchronizeStream(stream));
+
+    // runtime checks: nothing is written past an allocation
+    void* small = nullptr;
+    REPORT("malloc_small", aclrtMalloc(&small, 16, ACL_MEM_MALLOC_HUGE_FIRST));
+    std::vector<uint8_t> host(64, 0xab);
+    REPORT("memcpy_count_over_destmax", aclrtMemcpy(small, 16, host.data(), 32, ACL_MEMCPY_HOST_TO_DEVICE));
+    REPORT("memcpy_past_allocation", aclrtMemcpy(small, 64, host.data(), 64, ACL_MEMCPY_HOST_TO_DEVICE));
+    REPORT("memcpy_read_past_allocation", aclrtMemcpy(host.data(), 64, small, 64, ACL_MEMCPY_DEVICE_TO_HOST));
+    REPORT("memcpy_null", aclrtMemcpy(nullptr, 16, host.data(), 16, ACL_MEMCPY_HOST_TO_DEVICE));
+    REPORT("memcpy_host_as_device", aclrtMemcpy(host.data(), 16, small, 16, ACL_MEMCPY_HOST_TO_DEVICE));
+    REPORT("memcpy_bad_kind", aclrtMemcpy(small, 16, host.data(), 16, static_cast<aclrtMemcpyKind>(9)));
+    REPORT("memcpy_ok", aclrtMemcpy(small, 16, host.data(), 16, ACL_MEMCPY_HOST_TO_DEVICE));
+    REPORT("malloc_null", aclrtMalloc(nullptr, 16, ACL_MEM_MALLOC_HUGE_FIRST));
+    REPORT("free_foreign", aclrtFree(host.data()));
+    REPORT("free_ok", aclrtFree(small));
+    REPORT("free_twice", aclrtFree(small));
+    REPORT("set_device_1", aclrtSetDevice(1));
+    REPORT("destroy_stream_null", aclrtDestroyStream(nullptr));
+
+    aclrtFree(shortWs);
+    aclrtFree(fullWs);
+    Finalize(deviceId, stream);
+    printf("end=0\n");
+    return 0;
+}
