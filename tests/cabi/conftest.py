@@ -5,6 +5,8 @@ The programs' embedded interpreters inherit NUMBA_CACHE_DIR, so with a warm cach
 the kernels instead of compiling them; every op configuration the programs use is one op_configs.py precompiles.
 """
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -22,18 +24,32 @@ def _compiler():
 
 
 @pytest.fixture(scope="session")
-def cabi_prefix(tmp_path_factory):
+def _built(tmp_path_factory):
+    """(prefix, what `npu-emu cabi build --prefix` printed): the prefix is built once, through the CLI."""
     if _compiler() is None:
         pytest.skip("no C++ compiler (g++, c++, clang++ or $CXX): the C ABI tests compile C++ programs")
     import sysconfig
 
     if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
         pytest.skip(f"{sys.executable} has no shared libpython, which the C ABI embeds")
-    from npu_emu.cabi import build
+    from npu_emu.cli import main
 
     prefix = tmp_path_factory.mktemp("cabi") / "prefix"
-    build(prefix)
-    return prefix
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(["cabi", "build", "--prefix", str(prefix)])
+    assert rc == 0, out.getvalue()
+    return prefix, out.getvalue()
+
+
+@pytest.fixture(scope="session")
+def cabi_prefix(_built):
+    return _built[0]
+
+
+@pytest.fixture(scope="session")
+def cabi_build_output(_built):
+    return _built[1]
 
 
 @pytest.fixture(scope="session")
