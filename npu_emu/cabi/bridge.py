@@ -10,6 +10,8 @@ numpy array exists, so a wrong shape in a C program is a status, not a stray rea
 """
 
 import ctypes
+import inspect
+import os
 import threading
 
 import numpy as np
@@ -65,6 +67,8 @@ def tensor_view(desc, param, op):
     n = _prod(shape)
     if addr == 0 and n > 0:
         raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{name} has a null data pointer")
+    if param.storage:
+        return _storage_view(addr, shape, storage, extent, dtname, name)
     if fmt == FORMAT_FRACTAL_NZ:
         if not param.nz:
             raise _bad(f"{name} is in FRACTAL_NZ (aclFormat 29), which this parameter does not take; pass ND (2)")
@@ -109,6 +113,16 @@ def _packed_view(addr, shape, strides, offset, storage, extent, name):
     return _raw(addr, need)[offset // 2:].reshape(tuple(shape[:-1]) + (shape[-1] // 2,))
 
 
+def _storage_view(addr, shape, storage, extent, dtname, name):
+    """The whole storage as a contiguous array of the storage shape (the view shape when none was given)."""
+    dims = tuple(storage) if storage else tuple(shape)
+    np_dtype = storage_dtype(dtname)
+    need = _prod(dims) * np_dtype.itemsize
+    if extent >= 0 and need > extent:
+        raise _bad(f"{name}: the storage {list(dims)} needs {need} bytes but its aclrtMalloc allocation has {extent}")
+    return _raw(addr, need).view(np_dtype).reshape(dims)
+
+
 def _nz_view(addr, shape, storage, extent, dtname, name):
     from npu_emu.kernels.quant_matmul.api import NzWeight
 
@@ -130,13 +144,25 @@ def _nz_view(addr, shape, storage, extent, dtname, name):
     return NzWeight(arr, tuple(shape), dtname)
 
 
+# NPU_EMU_SOC picks the emulated SoC for every op that has a choice (as for torch_npu code), e.g. ascend950pr for
+# the arch35 examples; unset: each op's own default
+_SOC = os.environ.get("NPU_EMU_SOC") or None
+
+
+def _takes_soc(fn):
+    try:
+        return "soc" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def _arguments(op, args):
     spec = BY_NAME[op]
     if len(args) != len(spec.params):
         raise AclnnError(ACLNN_ERR_INNER, f"{op}: {len(args)} arguments for {len(spec.params)} parameters")
     values, kwargs = [], {}
     for param, value in zip(spec.params, args):
-        if param.kind in ("tensor", "out"):
+        if param.kind in ("tensor", "out", "outm"):
             v = tensor_view(value, param, op)
             if value is not None and param.dtype_kw and ACL_DTYPES[value[4]] in _CARRIERS:
                 kwargs[param.dtype_kw] = value[4]
@@ -151,7 +177,10 @@ def workspace(op, args):
     with _lock:
         try:
             values, kwargs = _arguments(op, args)
-            status, size, executor = getattr(aclnn, op + "GetWorkspaceSize")(*values, **kwargs)
+            fn = getattr(aclnn, op + "GetWorkspaceSize")
+            if _SOC is not None and _takes_soc(fn):
+                kwargs["soc"] = _SOC
+            status, size, executor = fn(*values, **kwargs)
         except AclnnError as e:
             return e.status, e.message
         except Exception as e:  # a bug of npu-emu must still come back as a status, not kill the C program

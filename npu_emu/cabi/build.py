@@ -24,7 +24,8 @@ from npu_emu.errors import AclnnError, ACLNN_ERR_PARAM_INVALID
 
 LIBRARY = "ascendcl"
 STUB_LIBRARIES = ("opapi", "nnopbase", "opapi_math", "opapi_nn")
-_KIND_MACRO = {"tensor": "NPU_EMU_CABI_TENSOR", "out": "NPU_EMU_CABI_TENSOR", "int64": "NPU_EMU_CABI_INT",
+_KIND_MACRO = {"tensor": "NPU_EMU_CABI_TENSOR", "out": "NPU_EMU_CABI_TENSOR", "outm": "NPU_EMU_CABI_TENSOR",
+               "int64": "NPU_EMU_CABI_INT", "cstr": "NPU_EMU_CABI_STR",
                "dtype": "NPU_EMU_CABI_INT", "double": "NPU_EMU_CABI_DOUBLE", "bool": "NPU_EMU_CABI_BOOL",
                "str": "NPU_EMU_CABI_STR"}
 
@@ -100,7 +101,7 @@ def wrappers_text():
         items = []
         for p in op.params:
             macro = _KIND_MACRO[p.kind]
-            if p.kind in ("tensor", "out", "str"):
+            if p.kind in ("tensor", "out", "outm", "str", "cstr"):
                 items.append(f"{{{macro}, (const void*){p.name}, 0, 0.0}}")
             elif p.kind == "double":
                 items.append(f"{{{macro}, nullptr, 0, {p.name}}}")

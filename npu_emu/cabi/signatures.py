@@ -7,19 +7,23 @@ passed another.
 
 Parameter kinds:
 
-* ``tensor`` ``const aclTensor*`` input, ``out`` ``aclTensor*`` output: handed over as numpy views of the memory.
-* ``int64`` ``int64_t``, ``double``, ``bool``, ``str`` (``char*``, may be null), ``dtype`` (``aclDataType``).
+* ``tensor`` ``const aclTensor*`` input; ``out`` ``const aclTensor*`` and ``outm`` ``aclTensor*`` outputs (CANN's
+  headers use both): handed over as numpy views of the memory.
+* ``int64`` ``int64_t``, ``double``, ``bool``, ``str`` / ``cstr`` (``char*`` / ``const char*``, may be null),
+  ``dtype`` (``aclDataType``).
 """
 
 from dataclasses import dataclass, field
 
 C_TYPES = {
     "tensor": "const aclTensor*",
-    "out": "aclTensor*",
+    "out": "const aclTensor*",
+    "outm": "aclTensor*",
     "int64": "int64_t",
     "double": "double",
     "bool": "bool",
     "str": "char*",
+    "cstr": "const char*",
     "dtype": "aclDataType",
 }
 
@@ -32,6 +36,9 @@ class Param:
     dtype_kw: str = None
     # the tensor may be in FRACTAL_NZ storage (handed over as a quant-matmul NzWeight)
     nz: bool = False
+    # the op reads the storage, whatever the view says: handed over as the contiguous storage-shaped array (the
+    # compressed sparse weight and its index, which CANN's example creates as ND tensors with the dense view shape)
+    storage: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,11 +53,11 @@ class Op:
 
 
 def _p(spec):
-    """"name:kind[:dtype_kw][:nz]" -> Param."""
+    """"name:kind[:dtype_kw][:nz][:storage]" -> Param."""
     parts = spec.split(":")
-    name, kind = parts[0], parts[1]
-    kw = next((x for x in parts[2:] if x and x != "nz"), None)
-    return Param(name, kind, kw, "nz" in parts[2:])
+    name, kind, flags = parts[0], parts[1], parts[2:]
+    kw = next((x for x in flags if x and x not in ("nz", "storage")), None)
+    return Param(name, kind, kw, "nz" in flags, "storage" in flags)
 
 
 def _op(name, header, *specs):
@@ -59,13 +66,13 @@ def _op(name, header, *specs):
 
 _V5 = ("x1:tensor:x1_dtype", "x2:tensor:x2_dtype", "x1Scale:tensor:x1_scale_dtype",
        "x2Scale:tensor:x2_scale_dtype", "yScale:tensor", "x1Offset:tensor", "x2Offset:tensor", "yOffset:tensor",
-       "bias:tensor", "transposeX1:bool", "transposeX2:bool", "groupSize:int64", "out:out")
+       "bias:tensor", "transposeX1:bool", "transposeX2:bool", "groupSize:int64", "out:outm")
 
 OPS = (
     _op("aclnnSignBitsUnpack", "aclnn_sign_bits_unpack.h",
-        "self:tensor", "size:int64", "dtype:dtype", "out:out"),
+        "self:tensor", "size:int64", "dtype:dtype", "out:outm"),
     _op("aclnnSignBitsPack", "aclnn_sign_bits_pack.h",
-        "self:tensor", "size:int64", "out:out"),
+        "self:tensor", "size:int64", "out:outm"),
     # emulator-provided: the vendor sample has no aclnn entry (docs/ops/gather_dequant_int8.md)
     _op("aclnnGatherDequantInt8", "aclnn_gather_dequant_int8.h",
         "table:tensor", "indices:tensor", "scale:tensor", "zeroPoint:tensor", "out:out"),
@@ -79,10 +86,10 @@ OPS = (
         "x:tensor", "axis:int64", "roundModeOptional:str", "dstType:int64", "blocksize:int64", "scaleAlg:int64",
         "dstTypeMax:double", "maxLowBound:double", "yOut:out:y_dtype", "mxscaleOut:out"),
     _op("aclnnGroupedDynamicMxQuant", "aclnn_grouped_dynamic_mx_quant.h",
-        "x:tensor", "groupIndex:tensor", "roundMode:str", "dstType:int64", "blocksize:int64",
+        "x:tensor", "groupIndex:tensor", "roundMode:cstr", "dstType:int64", "blocksize:int64",
         "y:out:y_dtype", "mxscale:out"),
     _op("aclnnGroupedDynamicMxQuantV2", "aclnn_grouped_dynamic_mx_quant_v2.h",
-        "x:tensor", "groupIndex:tensor", "roundMode:str", "dstType:int64", "blocksize:int64", "scaleAlg:int64",
+        "x:tensor", "groupIndex:tensor", "roundMode:cstr", "dstType:int64", "blocksize:int64", "scaleAlg:int64",
         "dstTypeMax:double", "y:out:y_dtype", "mxscale:out"),
     _op("aclnnQuantMatmulV3", "aclnn_quant_matmul_v3.h",
         "x1:tensor:x1_dtype", "x2:tensor:x2_dtype", "scale:tensor:scale_dtype", "offset:tensor", "bias:tensor",
@@ -98,8 +105,8 @@ OPS = (
     _op("aclnnTransQuantParamV3", "aclnn_trans_quant_param_v3.h",
         "scale:tensor", "offset:tensor", "roundMode:int64", "out:out"),
     _op("aclnnSparse4to2QuantMatmulWeightNz", "aclnn_sparse4to2quant_matmul_weight_nz.h",
-        "x:tensor", "sparseWeight:tensor::nz", "index:tensor", "xScale:tensor", "sparseWeightScale:tensor",
-        "biasOptional:tensor", "out:out"),
+        "x:tensor", "sparseWeight:tensor::storage", "index:tensor::storage", "xScale:tensor",
+        "sparseWeightScale:tensor", "biasOptional:tensor", "out:outm"),
 )
 
 BY_NAME = {op.name: op for op in OPS}

@@ -85,7 +85,8 @@ ERRORS = {
     "short_workspace_size": 161002, "short_workspace_allocation": 161002, "bad_stream": 161002, "run": 0,
     "executor_reused": 161002, "synchronize": 0, "malloc_small": 0,
     # the acl runtime's own code for every bad argument, ACL_ERROR_INVALID_PARAM
-    "memcpy_count_over_destmax": 100000, "memcpy_past_allocation": 100000, "memcpy_read_past_allocation": 100000,
+    "memcpy_count_over_destmax": 100000, "memcpy_into_padding": 0, "memcpy_past_allocation": 100000,
+    "memcpy_read_past_allocation": 100000, "malloc_align32": 0, "memcpy_align32_past": 100000, "free_align32": 0,
     "memcpy_null": 100000, "memcpy_host_as_device": 100000, "memcpy_bad_kind": 100000, "memcpy_ok": 0,
     "malloc_null": 100000, "free_foreign": 100000, "free_ok": 0, "free_twice": 100000, "set_device_1": 100000,
     "destroy_stream_null": 100000, "end": 0,

@@ -81,7 +81,16 @@ int g_context_token = 0;
 
 thread_local std::string t_error;
 
-void set_error(const std::string& msg) { t_error = msg; }
+// NPU_EMU_CABI_VERBOSE=1 also prints every failure to stderr: CANN's examples print only the status
+const bool g_verbose = [] {
+    const char* v = std::getenv("NPU_EMU_CABI_VERBOSE");
+    return v != nullptr && v[0] != '\0' && std::strcmp(v, "0") != 0;
+}();
+
+void set_error(const std::string& msg) {
+    t_error = msg;
+    if (g_verbose) std::fprintf(stderr, "npu-emu: %s\n", msg.c_str());
+}
 
 aclError fail(aclError status, const std::string& msg) {
     set_error(msg);
@@ -599,20 +608,41 @@ EXPORT aclError aclrtEventElapsedTime(float* ms, aclrtEvent startEvent, aclrtEve
     return ACL_SUCCESS;
 }
 
-EXPORT aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
-    if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: devPtr is a null pointer");
-    if (size == 0) return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: size is 0");
+namespace {
+
+// The device's allocation rule (acl API reference, aclrtMalloc / aclrtMallocAlign32): the start is 64-byte aligned
+// and the size is rounded up to a multiple of 32 bytes, plus 32 more for aclrtMalloc. Programs that run on the
+// device may rely on that slack (CANN's own examples size some outputs by a smaller element type), so the
+// allocation table records the rounded size: a copy or a view is refused only where the device would overrun too.
+aclError device_malloc(const char* fn, void** devPtr, size_t size, aclrtMemMallocPolicy policy, size_t extra) {
+    if (devPtr == nullptr) return fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": devPtr is a null pointer");
+    if (size == 0) return fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": size is 0");
     if (static_cast<int>(policy) < 0 || static_cast<int>(policy) > 5)
-        return fail(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: unknown aclrtMemMallocPolicy " +
+        return fail(ACL_ERROR_INVALID_PARAM, std::string(fn) + ": unknown aclrtMemMallocPolicy " +
                                                  std::to_string(static_cast<int>(policy)));
-    // 64-byte aligned like device memory (CANN aligns more; no kernel here depends on it)
-    void* p = std::aligned_alloc(64, (size + 63) / 64 * 64);
-    if (p == nullptr) return fail(ACL_ERROR_BAD_ALLOC, "aclrtMalloc: out of host memory for " +
+    if (size > (static_cast<size_t>(1) << 48))
+        return fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": " + std::to_string(size) + " bytes is more than any "
+                                                                                            "device has");
+    size_t capacity = (size + 31) / 32 * 32 + extra;
+    void* p = std::aligned_alloc(64, (capacity + 63) / 64 * 64);
+    if (p == nullptr) return fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": out of host memory for " +
                                                          std::to_string(size) + " bytes");
+    // device memory is not cleared either; zeros make a program that reads it uninitialised repeatable
+    std::memset(p, 0, capacity);
     std::lock_guard<std::mutex> g(g_lock);
-    g_device[reinterpret_cast<uintptr_t>(p)] = size;
+    g_device[reinterpret_cast<uintptr_t>(p)] = capacity;
     *devPtr = p;
     return ACL_SUCCESS;
+}
+
+}  // namespace
+
+EXPORT aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
+    return device_malloc("aclrtMalloc", devPtr, size, policy, 32);
+}
+
+EXPORT aclError aclrtMallocAlign32(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
+    return device_malloc("aclrtMallocAlign32", devPtr, size, policy, 0);
 }
 
 EXPORT aclError aclrtFree(void* devPtr) {

@@ -67,10 +67,16 @@ int main()
     // runtime checks: nothing is written past an allocation
     void* small = nullptr;
     REPORT("malloc_small", aclrtMalloc(&small, 16, ACL_MEM_MALLOC_HUGE_FIRST));
-    std::vector<uint8_t> host(64, 0xab);
+    // aclrtMalloc(16) holds ALIGN_UP(16, 32) + 32 = 64 bytes, as on the device
+    std::vector<uint8_t> host(128, 0xab);
     REPORT("memcpy_count_over_destmax", aclrtMemcpy(small, 16, host.data(), 32, ACL_MEMCPY_HOST_TO_DEVICE));
-    REPORT("memcpy_past_allocation", aclrtMemcpy(small, 64, host.data(), 64, ACL_MEMCPY_HOST_TO_DEVICE));
-    REPORT("memcpy_read_past_allocation", aclrtMemcpy(host.data(), 64, small, 64, ACL_MEMCPY_DEVICE_TO_HOST));
+    REPORT("memcpy_into_padding", aclrtMemcpy(small, 64, host.data(), 64, ACL_MEMCPY_HOST_TO_DEVICE));
+    REPORT("memcpy_past_allocation", aclrtMemcpy(small, 65, host.data(), 65, ACL_MEMCPY_HOST_TO_DEVICE));
+    REPORT("memcpy_read_past_allocation", aclrtMemcpy(host.data(), 128, small, 128, ACL_MEMCPY_DEVICE_TO_HOST));
+    void* aligned = nullptr;
+    REPORT("malloc_align32", aclrtMallocAlign32(&aligned, 16, ACL_MEM_MALLOC_HUGE_FIRST));
+    REPORT("memcpy_align32_past", aclrtMemcpy(aligned, 33, host.data(), 33, ACL_MEMCPY_HOST_TO_DEVICE));
+    REPORT("free_align32", aclrtFree(aligned));
     REPORT("memcpy_null", aclrtMemcpy(nullptr, 16, host.data(), 16, ACL_MEMCPY_HOST_TO_DEVICE));
     REPORT("memcpy_host_as_device", aclrtMemcpy(host.data(), 16, small, 16, ACL_MEMCPY_HOST_TO_DEVICE));
     REPORT("memcpy_bad_kind", aclrtMemcpy(small, 16, host.data(), 16, static_cast<aclrtMemcpyKind>(9)));
