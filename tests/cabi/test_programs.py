@@ -109,3 +109,16 @@ def test_error_paths_return_cann_statuses(programs, run):
     for name, status in ERRORS.items():
         if status:
             assert f"#{name}: " in text and f"#{name}: \n" not in text, name
+
+
+def test_sparse4to2_quant_matmul(programs, run):
+    """aclnnTransSparse4to2Para on the host (new[] outputs), then the op on tensors with the compressed storage."""
+    rc, v, text = run(programs["test_aclnn_sparse4to2quant_matmul"])
+    assert rc == 0, text
+    m, k, n = 8, 128, 32
+    w = np.frombuffer(v["weight"], np.int8).reshape(n, k)
+    sw, idx = ops.trans_sparse4to2_para(w)
+    want = ops.sparse4to2_quant_matmul(np.frombuffer(v["x"], np.int8).reshape(m, k), sw, idx,
+                                       np.frombuffer(v["x_scale"], np.float32),
+                                       np.frombuffer(v["weight_scale"], np.float32))
+    _check(v, "out", want)
