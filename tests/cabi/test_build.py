@@ -114,3 +114,14 @@ def test_loaded_into_a_running_python(cabi_prefix):
         assert lib.aclDestroyTensor(t) == 0
     for b in (buf_x, buf_out, ws):
         assert lib.aclrtFree(b) == 0
+
+
+def test_no_compiler_is_a_clear_error(tmp_path, monkeypatch):
+    from npu_emu.cabi.build import BuildError, build, find_compiler
+
+    monkeypatch.setenv("PATH", str(tmp_path))          # an empty folder: no g++, c++ or clang++
+    monkeypatch.delenv("CXX", raising=False)
+    assert find_compiler() is None
+    with pytest.raises(BuildError, match="no C\\+\\+ compiler found"):
+        build(tmp_path / "prefix")
+    assert not (tmp_path / "prefix").exists()         # nothing half-written

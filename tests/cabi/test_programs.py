@@ -17,8 +17,8 @@ def test_sign_bits_unpack_and_pack(programs, run):
     assert rc == 0, text
     x = np.frombuffer(v["unpack_x"], np.uint8)
     _check(v, "unpack_out", ops.npu_sign_bits_unpack(x, 2, 0))
-    h = np.frombuffer(v["pack_x"], np.float16)
-    _check(v, "pack_out", ops.npu_sign_bits_pack(h, 2))
+    f = np.frombuffer(v["pack_x"], np.float32)
+    _check(v, "pack_out", ops.npu_sign_bits_pack(f, 2))
 
 
 def test_dynamic_mx_quant_and_grouped(programs, run):
@@ -122,3 +122,16 @@ def test_sparse4to2_quant_matmul(programs, run):
                                        np.frombuffer(v["x_scale"], np.float32),
                                        np.frombuffer(v["weight_scale"], np.float32))
     _check(v, "out", want)
+
+
+def test_npu_emu_soc_selects_the_emulated_soc(programs, run, monkeypatch):
+    """NPU_EMU_SOC reaches the embedded interpreter: ascend950pr's arch35 kernels pack MSB first."""
+    monkeypatch.setenv("NPU_EMU_SOC", "ascend950pr")
+    rc, v, text = run(programs["test_aclnn_sign_bits"])
+    assert rc == 0, text
+    x = np.frombuffer(v["unpack_x"], np.uint8)
+    _check(v, "unpack_out", ops.npu_sign_bits_unpack(x, 2, 0, soc="ascend950pr"))
+    f = np.frombuffer(v["pack_x"], np.float32)
+    want = ops.npu_sign_bits_pack(f, 2, soc="ascend950pr")
+    assert not np.array_equal(want, ops.npu_sign_bits_pack(f, 2))       # the test can tell the SoCs apart
+    _check(v, "pack_out", want)

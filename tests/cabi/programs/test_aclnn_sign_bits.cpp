@@ -1,4 +1,4 @@
-// SignBitsUnpack (uint8 -> float32) then SignBitsPack (float16 -> uint8), written like CANN's
+// SignBitsUnpack (uint8 -> float32) then SignBitsPack (float32 -> uint8), written like CANN's
 // examples/test_aclnn_sign_bits_unpack.cpp. Prints inputs and outputs as hex.
 #include <memory>
 #include <vector>
@@ -56,12 +56,13 @@ static int RunUnpack(aclrtStream stream)
 
 static int RunPack(aclrtStream stream)
 {
-    // 48 float16 values from random bits with the exponent forced finite: signs are what matters
-    std::vector<uint8_t> bytes = LcgBytes(96, 11);
-    std::vector<uint16_t> selfHostData(48);
+    // 48 float32 values from random bits with the exponent forced finite: signs are what matters
+    std::vector<uint8_t> bytes = LcgBytes(4 * 48, 11);
+    std::vector<uint32_t> selfHostData(48);
     for (size_t i = 0; i < selfHostData.size(); i++) {
-        uint16_t b = static_cast<uint16_t>(bytes[2 * i] | (bytes[2 * i + 1] << 8));
-        selfHostData[i] = static_cast<uint16_t>((b & 0x83ffu) | 0x3800u);
+        uint32_t b = static_cast<uint32_t>(bytes[4 * i]) | (static_cast<uint32_t>(bytes[4 * i + 1]) << 8) |
+                     (static_cast<uint32_t>(bytes[4 * i + 2]) << 16) | (static_cast<uint32_t>(bytes[4 * i + 3]) << 24);
+        selfHostData[i] = (b & 0x807fffffu) | 0x3f000000u;
     }
     std::vector<int64_t> selfShape = {48};
     int64_t size = 2;
@@ -71,7 +72,7 @@ static int RunPack(aclrtStream stream)
     void* outDeviceAddr = nullptr;
     aclTensor* self = nullptr;
     aclTensor* out = nullptr;
-    auto ret = CreateAclTensor(selfHostData, selfShape, &selfDeviceAddr, aclDataType::ACL_FLOAT16, &self);
+    auto ret = CreateAclTensor(selfHostData, selfShape, &selfDeviceAddr, aclDataType::ACL_FLOAT, &self);
     CHECK_RET(ret == ACL_SUCCESS, return ret);
     ret = CreateAclTensor(outHostData, outShape, &outDeviceAddr, aclDataType::ACL_UINT8, &out);
     CHECK_RET(ret == ACL_SUCCESS, return ret);
@@ -91,7 +92,7 @@ static int RunPack(aclrtStream stream)
     ret = aclrtSynchronizeStream(stream);
     CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d\n", ret); return ret);
 
-    PrintHex("pack_x", selfHostData.data(), selfHostData.size() * 2);
+    PrintHex("pack_x", selfHostData.data(), selfHostData.size() * 4);
     ret = PrintDevice("pack_out", outDeviceAddr, outHostData.size());
     CHECK_RET(ret == ACL_SUCCESS, return ret);
     aclDestroyTensor(self);
