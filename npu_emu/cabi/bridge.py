@@ -172,28 +172,43 @@ def _arguments(op, args):
     return values, kwargs
 
 
+class Launch:
+    """What the C executor holds: the op's first-phase call, made again at launch.
+
+    npu_emu's first phase reads data values for some checks (index ranges, group ends); a device reads them only
+    when the kernel runs, and a program may fill its inputs between the two phases. So the second phase repeats
+    the first with the memory as it is then (a failure now is a launch failure) and runs that executor.
+    """
+
+    def __init__(self, op, fn, values, kwargs):
+        self.op, self.fn, self.values, self.kwargs = op, fn, values, kwargs
+
+
 def workspace(op, args):
-    """First phase: -> (status, workspace_size, executor, message) or (status, message)."""
+    """First phase: -> (status, workspace_size, Launch, message) or (status, message)."""
     with _lock:
         try:
             values, kwargs = _arguments(op, args)
             fn = getattr(aclnn, op + "GetWorkspaceSize")
             if _SOC is not None and _takes_soc(fn):
                 kwargs["soc"] = _SOC
-            status, size, executor = fn(*values, **kwargs)
+            status, size, _ = fn(*values, **kwargs)
         except AclnnError as e:
             return e.status, e.message
         except Exception as e:  # a bug of npu-emu must still come back as a status, not kill the C program
             return ACLNN_ERR_INNER, f"{op}GetWorkspaceSize: npu-emu internal error: {type(e).__name__}: {e}"
         if status != 0:
             return status, aclnn.aclGetRecentErrMsg()
-        return 0, int(size), executor, ""
+        return 0, int(size), Launch(op, fn, values, kwargs), ""
 
 
-def run(op, executor, workspace_size):
+def run(op, launch, workspace_size):
     """Second phase: -> (status, message)."""
     with _lock:
         try:
+            status, _, executor = launch.fn(*launch.values, **launch.kwargs)
+            if status != 0:
+                return status, f"{op} at launch: {aclnn.aclGetRecentErrMsg()}"
             status = getattr(aclnn, op)(None, workspace_size, executor)
         except Exception as e:
             return ACLNN_ERR_INNER, f"{op}: npu-emu internal error: {type(e).__name__}: {e}"

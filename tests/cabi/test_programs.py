@@ -83,7 +83,9 @@ ERRORS = {
     "null_workspace_size_ptr": 161001, "view_past_allocation": 161002, "destroyed_tensor": 161002,
     "unsupported_format": 161002, "null_executor": 161001, "get_workspace": 0, "null_workspace": 161001,
     "short_workspace_size": 161002, "short_workspace_allocation": 161002, "bad_stream": 161002, "run": 0,
-    "executor_reused": 161002, "synchronize": 0, "malloc_small": 0,
+    "executor_reused": 161002, "synchronize": 0,
+    "gather_get_workspace": 0, "launch_failure": 161002, "synchronize_after_failure": 161002, "synchronize_again": 0,
+    "malloc_small": 0,
     # the acl runtime's own code for every bad argument, ACL_ERROR_INVALID_PARAM
     "memcpy_count_over_destmax": 100000, "memcpy_into_padding": 0, "memcpy_past_allocation": 100000,
     "memcpy_read_past_allocation": 100000, "malloc_align32": 0, "memcpy_align32_past": 100000, "free_align32": 0,

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "acl/acl.h"
+#include "aclnnop/aclnn_gather_dequant_int8.h"
 #include "aclnnop/aclnn_sign_bits_unpack.h"
 #include "common.h"
 
@@ -63,6 +64,32 @@ int main()
     REPORT("run", aclnnSignBitsUnpack(fullWs, ws, ex, stream));
     REPORT("executor_reused", aclnnSignBitsUnpack(fullWs, ws, ex, stream));
     REPORT("synchronize", aclrtSynchronizeStream(stream));
+
+    // a failure at launch: an index made invalid after the first phase (which saw valid ones) fails the second,
+    // and the stream reports it once at the next synchronize
+    {
+        void *tAddr, *iAddr, *sAddr, *zAddr, *oAddr;
+        aclTensor *t, *i, *sc, *z, *o;
+        std::vector<int32_t> idx = {0, 1};
+        CreateAclTensor(std::vector<uint8_t>(4 * 32, 7), {4, 32}, &tAddr, ACL_UINT8, &t);
+        CreateAclTensor(idx, {2}, &iAddr, ACL_INT32, &i);
+        CreateAclTensor(std::vector<uint16_t>(4, 0x3c00), {4}, &sAddr, ACL_FLOAT16, &sc);
+        CreateAclTensor(std::vector<uint16_t>(4, 0), {4}, &zAddr, ACL_FLOAT16, &z);
+        CreateAclTensor(std::vector<uint16_t>(2 * 32, 0), {2, 32}, &oAddr, ACL_FLOAT16, &o);
+        uint64_t gws = 0;
+        aclOpExecutor* gex = nullptr;
+        REPORT("gather_get_workspace", aclnnGatherDequantInt8GetWorkspaceSize(t, i, sc, z, o, &gws, &gex));
+        idx[1] = 9;
+        aclrtMemcpy(iAddr, 8, idx.data(), 8, ACL_MEMCPY_HOST_TO_DEVICE);
+        void* gw = nullptr;
+        if (gws > 0) aclrtMalloc(&gw, gws, ACL_MEM_MALLOC_HUGE_FIRST);
+        REPORT("launch_failure", aclnnGatherDequantInt8(gw, gws, gex, stream));
+        REPORT("synchronize_after_failure", aclrtSynchronizeStream(stream));
+        REPORT("synchronize_again", aclrtSynchronizeStream(stream));
+        for (auto x : {t, i, sc, z, o}) aclDestroyTensor(x);
+        for (auto a : {tAddr, iAddr, sAddr, zAddr, oAddr}) aclrtFree(a);
+        if (gw != nullptr) aclrtFree(gw);
+    }
 
     // runtime checks: nothing is written past an allocation
     void* small = nullptr;
