@@ -79,8 +79,9 @@ int main()
     aclOpExecutor* executor;
     ret = aclnnSparse4to2QuantMatmulWeightNzGetWorkspaceSize(x, sparseWeight, index, xScale, weightScale, nullptr,
                                                              out, &workspaceSize, &executor);
-    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnSparse4to2QuantMatmulWeightNzGetWorkspaceSize failed. ERROR: %d\n%s\n",
-                                            ret, aclGetRecentErrMsg());
+    CHECK_RET(ret == ACL_SUCCESS,
+              LOG_PRINT("aclnnSparse4to2QuantMatmulWeightNzGetWorkspaceSize failed. ERROR: %d\n%s\n", ret,
+                        aclGetRecentErrMsg());
               return ret);
     void* workspaceAddr = nullptr;
     if (workspaceSize > 0) {
