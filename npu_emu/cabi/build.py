@@ -74,20 +74,24 @@ def _c_string(s):
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+def _names(declarations):
+    return [d.split("(", 1)[0].split()[-1] for d in declarations]
+
+
 def header_text(header, ops, helpers=()):
+    """One aclnnop header: the table's ops of that header, then the hand-written helpers' declarations."""
     guard = "NPU_EMU_ACLNNOP_" + header.upper().replace(".", "_")
-    lines = [f"/* npu-emu C ABI: {', '.join([op.name for op in ops] + list(helpers))} (npu-emu runs them on the "
-             f"CPU). */", f"#ifndef {guard}", f"#define {guard}", "", '#include "aclnn/aclnn_base.h"', "",
-             "#ifdef __cplusplus", 'extern "C" {', "#endif", ""]
+    names = [op.name for op in ops] + _names(helpers)
+    lines = [f"/* npu-emu C ABI: {', '.join(names)} (npu-emu runs them on the CPU). */", f"#ifndef {guard}",
+             f"#define {guard}", "", '#include "aclnn/aclnn_base.h"', "", "#ifdef __cplusplus", 'extern "C" {',
+             "#endif", ""]
     for op in ops:
         lines.append(f"ACLNN_API aclnnStatus {op.workspace_name}({c_params(op)});")
         lines.append(f"ACLNN_API aclnnStatus {op.name}(void* workspace, uint64_t workspaceSize, "
                      f"aclOpExecutor* executor, aclrtStream stream);")
         lines.append("")
-    if "aclnnTransSparse4to2Para" in helpers:
-        lines.append("ACLNN_API aclnnStatus aclnnTransSparse4to2Para(const int8_t* weight, aclIntArray* shape, "
-                     "int8_t** sparseWeight, int64_t** sparseWeightDims, uint64_t* sparseWeightDimsNum, "
-                     "uint8_t** index, int64_t** indexDims, uint64_t* indexDimsNum);")
+    for decl in helpers:
+        lines.append(f"ACLNN_API {decl};")
         lines.append("")
     lines += ["#ifdef __cplusplus", "}", "#endif", "", "#endif", ""]
     return "\n".join(lines)
@@ -149,10 +153,9 @@ def build(prefix, compiler=None, python=None):
     by_header = {}
     for op in OPS:
         by_header.setdefault(op.header, []).append(op)
-    for header in sorted(set(by_header) | set(HOST_HELPERS.values())):
-        helpers = [h for h, hh in HOST_HELPERS.items() if hh == header]
+    for header in sorted(set(by_header) | set(HOST_HELPERS)):
         path = inc / "aclnnop" / header
-        path.write_text(header_text(header, by_header.get(header, []), helpers))
+        path.write_text(header_text(header, by_header.get(header, []), HOST_HELPERS.get(header, ())))
         written.append(path)
     for name in ("runtime.cpp", "cabi_internal.h"):
         (src / name).write_text((csrc / name).read_text())

@@ -64,7 +64,8 @@ def _op(name, header, *specs):
     return Op(name, header, tuple(_p(s) for s in specs))
 
 
-_V5 = ("x1:tensor:x1_dtype", "x2:tensor:x2_dtype", "x1Scale:tensor:x1_scale_dtype",
+# x2 may be FRACTAL_NZ in V3/V4/V5 too: CANN's examples convert it with aclnnTransMatmulWeight and pass it on
+_V5 = ("x1:tensor:x1_dtype", "x2:tensor:x2_dtype:nz", "x1Scale:tensor:x1_scale_dtype",
        "x2Scale:tensor:x2_scale_dtype", "yScale:tensor", "x1Offset:tensor", "x2Offset:tensor", "yOffset:tensor",
        "bias:tensor", "transposeX1:bool", "transposeX2:bool", "groupSize:int64", "out:outm")
 
@@ -92,14 +93,14 @@ OPS = (
         "x:tensor", "groupIndex:tensor", "roundMode:cstr", "dstType:int64", "blocksize:int64", "scaleAlg:int64",
         "dstTypeMax:double", "y:out:y_dtype", "mxscale:out"),
     _op("aclnnQuantMatmulV3", "aclnn_quant_matmul_v3.h",
-        "x1:tensor:x1_dtype", "x2:tensor:x2_dtype", "scale:tensor:scale_dtype", "offset:tensor", "bias:tensor",
+        "x1:tensor:x1_dtype", "x2:tensor:x2_dtype:nz", "scale:tensor:scale_dtype", "offset:tensor", "bias:tensor",
         "transposeX1:bool", "transposeX2:bool", "out:out"),
     _op("aclnnQuantMatmulV4", "aclnn_quant_matmul_v4.h",
-        "x1:tensor:x1_dtype", "x2:tensor:x2_dtype", "scale:tensor:scale_dtype", "offset:tensor",
+        "x1:tensor:x1_dtype", "x2:tensor:x2_dtype:nz", "scale:tensor:scale_dtype", "offset:tensor",
         "pertokenScaleOptional:tensor", "bias:tensor", "transposeX1:bool", "transposeX2:bool", "out:out"),
     _op("aclnnQuantMatmulV5", "aclnn_quant_matmul_v5.h", *_V5),
     _op("aclnnQuantMatmulWeightNz", "aclnn_quant_matmul_weight_nz.h",
-        *(s + ":nz" if s.startswith("x2:") else s for s in _V5)),
+        *_V5),
     _op("aclnnTransQuantParamV2", "aclnn_trans_quant_param_v2.h",
         "scale:tensor", "offset:tensor", "out:out"),
     _op("aclnnTransQuantParamV3", "aclnn_trans_quant_param_v3.h",
@@ -111,9 +112,29 @@ OPS = (
 
 BY_NAME = {op.name: op for op in OPS}
 
-# One-phase host helpers with their own hand-written C (runtime.cpp): name -> header.
+# Hand-written C++ in runtime.cpp: header -> declarations. aclnnTransSparse4to2Para is the sparse op's host
+# compressor; the others are the data-movement ops CANN's quant-matmul examples call around npu-emu's ops (a
+# transpose, and the ND -> FRACTAL_NZ weight conversion), plain copies that need no npu-emu kernel.
+_PHASE2 = "(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream)"
 HOST_HELPERS = {
-    "aclnnTransSparse4to2Para": "aclnn_sparse4to2quant_matmul_weight_nz.h",
+    "aclnn_sparse4to2quant_matmul_weight_nz.h": (
+        "aclnnStatus aclnnTransSparse4to2Para(const int8_t* weight, aclIntArray* shape, int8_t** sparseWeight, "
+        "int64_t** sparseWeightDims, uint64_t* sparseWeightDimsNum, uint8_t** index, int64_t** indexDims, "
+        "uint64_t* indexDimsNum)",
+    ),
+    "aclnn_trans_matmul_weight.h": (
+        "aclnnStatus aclnnCalculateMatmulWeightSize(const aclIntArray* tensorShape, uint64_t* weightTensorSize)",
+        "aclnnStatus aclnnCalculateMatmulWeightSizeV2(const aclIntArray* tensorShape, aclDataType dataType, "
+        "uint64_t* weightTensorSize)",
+        "aclnnStatus aclnnTransMatmulWeightGetWorkspaceSize(aclTensor* mmWeightRef, uint64_t* workspaceSize, "
+        "aclOpExecutor** executor)",
+        "aclnnStatus aclnnTransMatmulWeight" + _PHASE2,
+    ),
+    "aclnn_permute.h": (
+        "aclnnStatus aclnnPermuteGetWorkspaceSize(const aclTensor* self, const aclIntArray* dims, aclTensor* out, "
+        "uint64_t* workspaceSize, aclOpExecutor** executor)",
+        "aclnnStatus aclnnPermute" + _PHASE2,
+    ),
 }
 
 

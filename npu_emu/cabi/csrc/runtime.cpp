@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -49,8 +50,9 @@ struct aclScalar {
 
 struct aclOpExecutor {
     std::string op;
-    PyObject* py;            // the npu_emu.frontend.Executor
-    uint64_t workspace;
+    PyObject* py = nullptr;                   // the bridge's Launch, for the ops npu_emu.aclnn runs
+    std::function<aclnnStatus()> native;      // or the work itself, for the data-movement helpers of this file
+    uint64_t workspace = 0;
 };
 
 namespace {
@@ -404,6 +406,13 @@ extern "C" aclnnStatus npu_emu_cabi_run(const char* op, void* workspace, uint64_
         }
         // an executor runs once (CANN frees it after the second phase)
         g_executors.erase(executor);
+    }
+    if (executor->native) {
+        aclnnStatus status = executor->native();
+        delete executor;
+        std::lock_guard<std::mutex> g(g_lock);
+        if (status != 0 && st->status == 0) st->status = status;
+        return status;
     }
     if (!python_ready()) {
         drop_executor(executor);
@@ -978,4 +987,233 @@ EXPORT aclnnStatus aclnnTransSparse4to2Para(const int8_t* weight, aclIntArray* s
     Py_XDECREF(res);
     PyGILState_Release(gs);
     return status;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Data-movement helpers the examples of npu-emu's ops call around them (no npu-emu kernel: plain copies, done here)
+// ---------------------------------------------------------------------------------------------------------------
+
+namespace {
+
+int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+aclnnStatus fail_nn(aclnnStatus status, const std::string& msg) {
+    set_error(msg);
+    return status;
+}
+
+// element count of the FRACTAL_NZ storage of a weight [..., R, C]: rows to 16, columns to c0 elements of 32 bytes
+aclnnStatus nz_elements(const char* fn, const std::vector<int64_t>& dims, int64_t c0, uint64_t* out) {
+    if (dims.size() < 2 || dims.size() > 6)
+        return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": the weight shape must have 2 to 6 dims");
+    int64_t n = 1;
+    for (size_t i = 0; i + 2 < dims.size(); ++i) n *= dims[i];
+    for (auto d : dims)
+        if (d <= 0) return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": the weight shape has a dim <= 0");
+    *out = static_cast<uint64_t>(n * align_up(dims[dims.size() - 2], 16) * align_up(dims.back(), c0));
+    return ACLNN_SUCCESS;
+}
+
+int64_t nz_c0(int32_t dtype) {
+    switch (dtype) {
+        case ACL_INT8: return 32;
+        case ACL_FLOAT16: case ACL_BF16: return 16;
+        default: return 0;
+    }
+}
+
+aclnnStatus new_native_executor(const char* op, std::function<aclnnStatus()> work, uint64_t* workspaceSize,
+                                aclOpExecutor** executor) {
+    aclOpExecutor* ex = new aclOpExecutor();
+    ex->op = op;
+    ex->native = std::move(work);
+    g_executors.insert(ex);       // the caller holds g_lock
+    *workspaceSize = 0;
+    *executor = ex;
+    return ACLNN_SUCCESS;
+}
+
+bool contiguous(const aclTensor* t) {
+    int64_t expect = 1;
+    for (int64_t i = static_cast<int64_t>(t->view.size()) - 1; i >= 0; --i) {
+        if (t->view[i] != 1 && t->strides[i] != expect) return false;
+        expect *= t->view[i];
+    }
+    return true;
+}
+
+// highest element index the view touches (offset included); -1 for an empty view
+int64_t last_element(const aclTensor* t) {
+    int64_t last = t->offset;
+    for (size_t i = 0; i < t->view.size(); ++i) {
+        if (t->view[i] == 0) return -1;
+        last += (t->view[i] - 1) * t->strides[i];
+    }
+    return last;
+}
+
+aclnnStatus check_extent(const char* fn, const char* name, const aclTensor* t, int64_t elements, size_t esize) {
+    long long ext = device_extent(t->data);
+    if (ext >= 0 && static_cast<unsigned long long>(elements) * esize > static_cast<unsigned long long>(ext))
+        return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": " + name + " needs " +
+                                                    std::to_string(elements * esize) + " bytes but its aclrtMalloc "
+                                                    "allocation has " + std::to_string(ext));
+    return ACLNN_SUCCESS;
+}
+
+}  // namespace
+
+EXPORT aclnnStatus aclnnCalculateMatmulWeightSize(const aclIntArray* tensorShape, uint64_t* weightTensorSize) {
+    if (tensorShape == nullptr || weightTensorSize == nullptr)
+        return fail_nn(ACLNN_ERR_PARAM_NULLPTR, "aclnnCalculateMatmulWeightSize: a null pointer argument");
+    std::lock_guard<std::mutex> g(g_lock);
+    if (!g_arrays.count(tensorShape))
+        return fail_nn(ACLNN_ERR_PARAM_INVALID, "aclnnCalculateMatmulWeightSize: tensorShape is not a live aclIntArray");
+    return nz_elements("aclnnCalculateMatmulWeightSize", tensorShape->values, 16, weightTensorSize);
+}
+
+EXPORT aclnnStatus aclnnCalculateMatmulWeightSizeV2(const aclIntArray* tensorShape, aclDataType dataType,
+                                                    uint64_t* weightTensorSize) {
+    if (tensorShape == nullptr || weightTensorSize == nullptr)
+        return fail_nn(ACLNN_ERR_PARAM_NULLPTR, "aclnnCalculateMatmulWeightSizeV2: a null pointer argument");
+    int64_t c0 = nz_c0(dataType);
+    if (c0 == 0)
+        return fail_nn(ACLNN_ERR_PARAM_INVALID, "aclnnCalculateMatmulWeightSizeV2: dataType must be ACL_INT8, "
+                                                "ACL_FLOAT16 or ACL_BF16; got " + std::to_string(dataType));
+    std::lock_guard<std::mutex> g(g_lock);
+    if (!g_arrays.count(tensorShape))
+        return fail_nn(ACLNN_ERR_PARAM_INVALID, "aclnnCalculateMatmulWeightSizeV2: tensorShape is not a live aclIntArray");
+    return nz_elements("aclnnCalculateMatmulWeightSizeV2", tensorShape->values, c0, weightTensorSize);
+}
+
+// In place: the ND weight [..., R, C] at the tensor's data becomes its FRACTAL_NZ storage [..., C/c0, R/16, 16, c0]
+// (zero padded), and the tensor is marked FRACTAL_NZ with that storage shape, as CANN's operator refreshes it.
+EXPORT aclnnStatus aclnnTransMatmulWeightGetWorkspaceSize(aclTensor* mmWeightRef, uint64_t* workspaceSize,
+                                                          aclOpExecutor** executor) {
+    const char* fn = "aclnnTransMatmulWeightGetWorkspaceSize";
+    if (mmWeightRef == nullptr || workspaceSize == nullptr || executor == nullptr)
+        return fail_nn(ACLNN_ERR_PARAM_NULLPTR, std::string(fn) + ": a null pointer argument");
+    std::lock_guard<std::mutex> g(g_lock);
+    aclTensor* t = mmWeightRef;
+    if (!g_tensors.count(t)) return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": not a live aclTensor");
+    int64_t c0 = nz_c0(t->dtype);
+    if (c0 == 0)
+        return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": mmWeightRef must be INT8, FLOAT16 or BFLOAT16");
+    if (t->format != ACL_FORMAT_ND)
+        return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": mmWeightRef must be ND");
+    uint64_t nz = 0;
+    aclnnStatus s = nz_elements(fn, t->view, c0, &nz);
+    if (s != ACLNN_SUCCESS) return s;
+    if (t->data == nullptr) return fail_nn(ACLNN_ERR_PARAM_NULLPTR, std::string(fn) + ": the data pointer is null");
+    if (!contiguous(t))
+        return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": npu-emu converts contiguous weights only");
+    size_t es = aclDataTypeSize(static_cast<aclDataType>(t->dtype));
+    s = check_extent(fn, "mmWeightRef (its FRACTAL_NZ storage, aclnnCalculateMatmulWeightSizeV2 elements)", t,
+                     t->offset + static_cast<int64_t>(nz), es);
+    if (s != ACLNN_SUCCESS) return s;
+    return new_native_executor("aclnnTransMatmulWeight", [t, c0, es]() -> aclnnStatus {
+        std::lock_guard<std::mutex> g(g_lock);
+        if (!g_tensors.count(t))
+            return fail_nn(ACLNN_ERR_PARAM_INVALID, "aclnnTransMatmulWeight: mmWeightRef was destroyed");
+        const int64_t r = t->view[t->view.size() - 2], c = t->view.back();
+        int64_t batch = 1;
+        for (size_t i = 0; i + 2 < t->view.size(); ++i) batch *= t->view[i];
+        const int64_t r1 = align_up(r, 16) / 16, c1 = align_up(c, c0) / c0;
+        unsigned char* base = static_cast<unsigned char*>(t->data) + t->offset * es;
+        std::vector<unsigned char> nz(static_cast<size_t>(batch * c1 * r1 * 16 * c0) * es, 0);
+        for (int64_t b = 0; b < batch; ++b)
+            for (int64_t i = 0; i < r; ++i)
+                for (int64_t j = 0; j < c; ++j) {
+                    int64_t dst = (((b * c1 + j / c0) * r1 + i / 16) * 16 + i % 16) * c0 + j % c0;
+                    std::memcpy(&nz[dst * es], base + ((b * r + i) * c + j) * es, es);
+                }
+        std::memcpy(base, nz.data(), nz.size());
+        std::vector<int64_t> storage(t->view.begin(), t->view.end() - 2);
+        storage.insert(storage.end(), {c1, r1, 16, c0});
+        t->storage = storage;
+        t->format = ACL_FORMAT_FRACTAL_NZ;
+        return ACLNN_SUCCESS;
+    }, workspaceSize, executor);
+}
+
+EXPORT aclnnStatus aclnnTransMatmulWeight(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+                                          aclrtStream stream) {
+    return npu_emu_cabi_run("aclnnTransMatmulWeight", workspace, workspaceSize, executor, stream);
+}
+
+// out = self with its dims reordered: out[i_0, ..., i_n] = self[j] where j[dims[k]] = i_k
+EXPORT aclnnStatus aclnnPermuteGetWorkspaceSize(const aclTensor* self, const aclIntArray* dims, aclTensor* out,
+                                                uint64_t* workspaceSize, aclOpExecutor** executor) {
+    const char* fn = "aclnnPermuteGetWorkspaceSize";
+    if (self == nullptr || dims == nullptr || out == nullptr || workspaceSize == nullptr || executor == nullptr)
+        return fail_nn(ACLNN_ERR_PARAM_NULLPTR, std::string(fn) + ": a null pointer argument");
+    std::lock_guard<std::mutex> g(g_lock);
+    if (!g_tensors.count(self) || !g_tensors.count(out) || !g_arrays.count(dims))
+        return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": self, dims or out is not a live object");
+    const size_t nd = self->view.size();
+    if (dims->values.size() != nd)
+        return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": dims must have one entry per dim of self");
+    std::vector<int64_t> perm(nd);
+    std::vector<bool> seen(nd, false);
+    for (size_t i = 0; i < nd; ++i) {
+        int64_t d = dims->values[i] < 0 ? dims->values[i] + static_cast<int64_t>(nd) : dims->values[i];
+        if (d < 0 || d >= static_cast<int64_t>(nd) || seen[d])
+            return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": dims is not a permutation of self's dims");
+        seen[d] = true;
+        perm[i] = d;
+    }
+    if (self->dtype != out->dtype)
+        return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": out must have self's dtype");
+    size_t es = aclDataTypeSize(static_cast<aclDataType>(self->dtype));
+    if (es == 0) return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": npu-emu permutes whole-byte dtypes");
+    if (out->view.size() != nd)
+        return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": out must have self's rank");
+    for (size_t i = 0; i < nd; ++i)
+        if (out->view[i] != self->view[perm[i]])
+            return fail_nn(ACLNN_ERR_PARAM_INVALID, std::string(fn) + ": out's shape is not self's shape permuted");
+    int64_t ls = last_element(self), lo = last_element(out);
+    if (ls >= 0 && (self->data == nullptr || out->data == nullptr))
+        return fail_nn(ACLNN_ERR_PARAM_NULLPTR, std::string(fn) + ": a data pointer is null");
+    if (ls >= 0) {
+        aclnnStatus s = check_extent(fn, "self", self, ls + 1, es);
+        if (s == ACLNN_SUCCESS) s = check_extent(fn, "out", out, lo + 1, es);
+        if (s != ACLNN_SUCCESS) return s;
+    }
+    return new_native_executor("aclnnPermute", [self, out, perm, es]() -> aclnnStatus {
+        std::lock_guard<std::mutex> g(g_lock);
+        if (!g_tensors.count(self) || !g_tensors.count(out))
+            return fail_nn(ACLNN_ERR_PARAM_INVALID, "aclnnPermute: self or out was destroyed");
+        const size_t nd = out->view.size();
+        int64_t n = 1;
+        for (auto d : out->view) n *= d;
+        if (n == 0) return ACLNN_SUCCESS;
+        std::vector<unsigned char> tmp(static_cast<size_t>(n) * es);   // gather first: self and out may overlap
+        std::vector<int64_t> idx(nd, 0);
+        const unsigned char* src = static_cast<const unsigned char*>(self->data);
+        unsigned char* dst = static_cast<unsigned char*>(out->data);
+        for (int pass = 0; pass < 2; ++pass) {
+            std::fill(idx.begin(), idx.end(), 0);
+            for (int64_t e = 0; e < n; ++e) {
+                if (pass == 0) {
+                    int64_t off = self->offset;
+                    for (size_t i = 0; i < nd; ++i) off += idx[i] * self->strides[perm[i]];
+                    std::memcpy(&tmp[e * es], src + off * es, es);
+                } else {
+                    int64_t off = out->offset;
+                    for (size_t i = 0; i < nd; ++i) off += idx[i] * out->strides[i];
+                    std::memcpy(dst + off * es, &tmp[e * es], es);
+                }
+                for (int64_t i = static_cast<int64_t>(nd) - 1; i >= 0; --i) {
+                    if (++idx[i] < out->view[i]) break;
+                    idx[i] = 0;
+                }
+            }
+        }
+        return ACLNN_SUCCESS;
+    }, workspaceSize, executor);
+}
+
+EXPORT aclnnStatus aclnnPermute(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor,
+                                aclrtStream stream) {
+    return npu_emu_cabi_run("aclnnPermute", workspace, workspaceSize, executor, stream);
 }
