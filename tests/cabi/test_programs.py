@@ -58,6 +58,15 @@ def test_quant_matmul_family(programs, run):
                                              arr("nz_scale", np.float32, (n,)),
                                              pertoken_scale=arr("nz_pertoken", np.float32, (m,)),
                                              output_dtype="bfloat16"))
+    # aclnnPermute + aclnnTransMatmulWeight: the weight's bytes are npu-emu's FRACTAL_NZ layout of the transpose
+    from npu_emu.ascendc.nz import nd_to_nz
+
+    x2 = np.ascontiguousarray(arr("tw_x2t", np.int8, (n, k)).T)
+    _check(v, "tw_weight_nz", nd_to_nz(x2, c0=32))
+    assert "weight_format=29" in text and "weight_storage_dims=4" in text and f"weight_elements={k * n}" in text
+    _check(v, "tw_out", ops.npu_quant_matmul(arr("tw_x1", np.int8, (m, k)), x2, arr("tw_scale", np.float32, (n,)),
+                                             pertoken_scale=arr("tw_pertoken", np.float32, (m,)),
+                                             output_dtype="float16"))
 
 
 def test_gather_dequant_int8(programs, run):
@@ -85,6 +94,8 @@ ERRORS = {
     "short_workspace_size": 161002, "short_workspace_allocation": 161002, "bad_stream": 161002, "run": 0,
     "executor_reused": 161002, "synchronize": 0,
     "gather_get_workspace": 0, "launch_failure": 161002, "synchronize_after_failure": 161002, "synchronize_again": 0,
+    "weight_size_null": 161001, "weight_size_bad_dtype": 161002, "weight_size": 0,
+    "trans_weight_short_allocation": 161002, "permute_bad_dims": 161002, "permute_null": 161001,
     "malloc_small": 0,
     # the acl runtime's own code for every bad argument, ACL_ERROR_INVALID_PARAM
     "memcpy_count_over_destmax": 100000, "memcpy_into_padding": 0, "memcpy_past_allocation": 100000,
@@ -103,7 +114,7 @@ def test_error_paths_return_cann_statuses(programs, run):
         name, sep, value = line.partition("=")
         if sep and value.lstrip("-").isdigit():
             got[name] = int(value)
-    assert got == {**ERRORS, "workspace_size": got.get("workspace_size")}, text
+    assert got == {**ERRORS, "workspace_size": got.get("workspace_size"), "weight_elements": 48 * 64}, text
     assert got["workspace_size"] > 0
     # a refused launch wrote nothing: the output still holds the zeros it was created with
     assert v["out_after_refused"] == bytes(64 * 4)

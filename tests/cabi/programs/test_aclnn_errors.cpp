@@ -4,6 +4,8 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_gather_dequant_int8.h"
+#include "aclnnop/aclnn_permute.h"
+#include "aclnnop/aclnn_trans_matmul_weight.h"
 #include "aclnnop/aclnn_sign_bits_unpack.h"
 #include "common.h"
 
@@ -89,6 +91,32 @@ int main()
         for (auto x : {t, i, sc, z, o}) aclDestroyTensor(x);
         for (auto a : {tAddr, iAddr, sAddr, zAddr, oAddr}) aclrtFree(a);
         if (gw != nullptr) aclrtFree(gw);
+    }
+
+    // the data-movement helpers
+    {
+        std::vector<int64_t> shape = {40, 40};
+        aclIntArray* shapeArray = aclCreateIntArray(shape.data(), shape.size());
+        uint64_t elements = 0;
+        REPORT("weight_size_null", aclnnCalculateMatmulWeightSizeV2(nullptr, ACL_INT8, &elements));
+        REPORT("weight_size_bad_dtype", aclnnCalculateMatmulWeightSizeV2(shapeArray, ACL_INT32, &elements));
+        REPORT("weight_size", aclnnCalculateMatmulWeightSizeV2(shapeArray, ACL_INT8, &elements));
+        printf("weight_elements=%llu\n", static_cast<unsigned long long>(elements));   // 48 x 64
+        void* wAddr;
+        aclTensor* w;
+        // sized for the ND weight, not for its FRACTAL_NZ storage
+        CreateAclTensor(std::vector<int8_t>(40 * 40, 1), shape, &wAddr, ACL_INT8, &w);
+        uint64_t tws = 0;
+        aclOpExecutor* tex = nullptr;
+        REPORT("trans_weight_short_allocation", aclnnTransMatmulWeightGetWorkspaceSize(w, &tws, &tex));
+        std::vector<int64_t> badDims = {0, 0};
+        aclIntArray* dims = aclCreateIntArray(badDims.data(), badDims.size());
+        REPORT("permute_bad_dims", aclnnPermuteGetWorkspaceSize(w, dims, w, &tws, &tex));
+        REPORT("permute_null", aclnnPermuteGetWorkspaceSize(w, nullptr, w, &tws, &tex));
+        aclDestroyIntArray(dims);
+        aclDestroyIntArray(shapeArray);
+        aclDestroyTensor(w);
+        aclrtFree(wAddr);
     }
 
     // runtime checks: nothing is written past an allocation

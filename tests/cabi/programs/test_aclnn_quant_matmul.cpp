@@ -2,7 +2,9 @@
 //   1. aclnnTransQuantParamV2 (float32 scale -> UINT64) and aclnnQuantMatmulV3 (int8 x int8 -> float16) with that
 //      scale, both launched on one stream before a single synchronize;
 //   2. aclnnQuantMatmulV4 with a per-token scale (-> float16);
-//   3. aclnnQuantMatmulWeightNz with x2 in FRACTAL_NZ and per-token x per-channel float32 scales (-> bfloat16).
+//   3. aclnnQuantMatmulWeightNz with x2 in FRACTAL_NZ and per-token x per-channel float32 scales (-> bfloat16);
+//   4. the weight given as [N, K]: aclnnPermute to [K, N] into memory sized by aclnnCalculateMatmulWeightSizeV2,
+//      aclnnTransMatmulWeight to FRACTAL_NZ in place, then aclnnQuantMatmulV4 (-> float16).
 // Prints inputs and outputs as hex.
 #include <memory>
 #include <vector>
@@ -10,7 +12,9 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_quant_matmul_v3.h"
 #include "aclnnop/aclnn_quant_matmul_v4.h"
+#include "aclnnop/aclnn_permute.h"
 #include "aclnnop/aclnn_quant_matmul_weight_nz.h"
+#include "aclnnop/aclnn_trans_matmul_weight.h"
 #include "aclnnop/aclnn_trans_quant_param_v2.h"
 #include "common.h"
 
@@ -196,6 +200,85 @@ static int MatmulWeightNz(aclrtStream stream)
     return PrintDevice("nz_out", outAddr, M * N * 2);
 }
 
+static int RunStep(aclnnStatus ret, const char* name, uint64_t workspaceSize, aclOpExecutor* executor,
+                   aclrtStream stream, Device& dev, aclnnStatus (*run)(void*, uint64_t, aclOpExecutor*, aclrtStream))
+{
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("%sGetWorkspaceSize failed. ERROR: %d\n%s\n", name, ret,
+                                            aclGetRecentErrMsg());
+              return ret);
+    ret = run(dev.Workspace(workspaceSize), workspaceSize, executor, stream);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("%s failed. ERROR: %d\n", name, ret); return ret);
+    return 0;
+}
+
+static int PermuteTransWeightMatmulV4(aclrtStream stream)
+{
+    Device dev;
+    std::vector<int8_t> x1Host = Int8Input(M * K, 51);
+    std::vector<int8_t> x2tHost = Int8Input(N * K, 52);
+    std::vector<float> scaleHost = ScaleInput(N, 53, 1.0f / 2048, 1.0f / 4096);
+    std::vector<float> pertokenHost = ScaleInput(M, 54, 0.5f, 0.125f);
+    std::vector<uint16_t> outHost(M * N, 0);
+    aclTensor* x1 = dev.Tensor(x1Host, {M, K}, aclDataType::ACL_INT8, nullptr);
+    aclTensor* x2t = dev.Tensor(x2tHost, {N, K}, aclDataType::ACL_INT8, nullptr);
+    aclTensor* scale = dev.Tensor(scaleHost, {N}, aclDataType::ACL_FLOAT, nullptr);
+    aclTensor* pertoken = dev.Tensor(pertokenHost, {M}, aclDataType::ACL_FLOAT, nullptr);
+    void* outAddr = nullptr;
+    aclTensor* out = dev.Tensor(outHost, {M, N}, aclDataType::ACL_FLOAT16, &outAddr);
+    CHECK_RET(x1 && x2t && scale && pertoken && out, LOG_PRINT("CreateAclTensor failed\n"); return 1);
+
+    std::vector<int64_t> x2Shape = {K, N};
+    aclIntArray* x2ShapeArray = aclCreateIntArray(x2Shape.data(), x2Shape.size());
+    uint64_t x2Elements = 0;
+    auto ret = aclnnCalculateMatmulWeightSizeV2(x2ShapeArray, aclDataType::ACL_INT8, &x2Elements);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnCalculateMatmulWeightSizeV2 failed. ERROR: %d\n", ret); return ret);
+    aclDestroyIntArray(x2ShapeArray);
+    printf("weight_elements=%llu\n", static_cast<unsigned long long>(x2Elements));
+    void* x2Addr = nullptr;
+    ret = aclrtMalloc(&x2Addr, x2Elements, ACL_MEM_MALLOC_HUGE_FIRST);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtMalloc failed. ERROR: %d\n", ret); return ret);
+    dev.addrs.push_back(x2Addr);
+    std::vector<int64_t> x2Strides = {N, 1};
+    std::vector<int64_t> x2Storage = {static_cast<int64_t>(x2Elements)};
+    aclTensor* x2 = aclCreateTensor(x2Shape.data(), 2, aclDataType::ACL_INT8, x2Strides.data(), 0,
+                                    aclFormat::ACL_FORMAT_ND, x2Storage.data(), 1, x2Addr);
+    dev.tensors.push_back(x2);
+
+    std::vector<int64_t> perm = {1, 0};
+    aclIntArray* dims = aclCreateIntArray(perm.data(), perm.size());
+    uint64_t workspaceSize = 0;
+    aclOpExecutor* executor = nullptr;
+    ret = aclnnPermuteGetWorkspaceSize(x2t, dims, x2, &workspaceSize, &executor);
+    ret = RunStep(ret, "aclnnPermute", workspaceSize, executor, stream, dev, aclnnPermute);
+    CHECK_RET(ret == ACL_SUCCESS, return ret);
+    aclDestroyIntArray(dims);
+    ret = aclnnTransMatmulWeightGetWorkspaceSize(x2, &workspaceSize, &executor);
+    ret = RunStep(ret, "aclnnTransMatmulWeight", workspaceSize, executor, stream, dev, aclnnTransMatmulWeight);
+    CHECK_RET(ret == ACL_SUCCESS, return ret);
+    ret = aclnnQuantMatmulV4GetWorkspaceSize(x1, x2, scale, nullptr, pertoken, nullptr, false, false, out,
+                                             &workspaceSize, &executor);
+    ret = RunStep(ret, "aclnnQuantMatmulV4", workspaceSize, executor, stream, dev, aclnnQuantMatmulV4);
+    CHECK_RET(ret == ACL_SUCCESS, return ret);
+    ret = aclrtSynchronizeStream(stream);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclrtSynchronizeStream failed. ERROR: %d\n", ret); return ret);
+
+    aclFormat format;
+    int64_t* storage = nullptr;
+    uint64_t storageNum = 0;
+    aclGetFormat(x2, &format);
+    aclGetStorageShape(x2, &storage, &storageNum);
+    printf("weight_format=%d\nweight_storage_dims=%llu\n", static_cast<int>(format),
+           static_cast<unsigned long long>(storageNum));
+    delete[] storage;
+    PrintHex("tw_x1", x1Host.data(), x1Host.size());
+    PrintHex("tw_x2t", x2tHost.data(), x2tHost.size());
+    PrintHex("tw_scale", scaleHost.data(), scaleHost.size() * 4);
+    PrintHex("tw_pertoken", pertokenHost.data(), pertokenHost.size() * 4);
+    ret = PrintDevice("tw_weight_nz", x2Addr, x2Elements);
+    CHECK_RET(ret == ACL_SUCCESS, return ret);
+    return PrintDevice("tw_out", outAddr, M * N * 2);
+}
+
 int main()
 {
     int32_t deviceId = 0;
@@ -207,6 +290,8 @@ int main()
     ret = MatmulV4Pertoken(stream);
     CHECK_RET(ret == ACL_SUCCESS, Finalize(deviceId, stream); return ret);
     ret = MatmulWeightNz(stream);
+    CHECK_RET(ret == ACL_SUCCESS, Finalize(deviceId, stream); return ret);
+    ret = PermuteTransWeightMatmulV4(stream);
     CHECK_RET(ret == ACL_SUCCESS, Finalize(deviceId, stream); return ret);
     Finalize(deviceId, stream);
     return 0;
