@@ -220,20 +220,18 @@ def trans_sparse4to2(addr, dims, extent):
     with _lock:
         try:
             if len(dims) != 2 or any(d <= 0 for d in dims):
-                raise _bad(f"aclnnTransSparse4to2Para: shape must be [n, k] with positive dims; got {list(dims)}")
+                raise _bad(f"shape must be [n, k] with positive dims; got {list(dims)}")
             n = _prod(dims)
             if 0 <= extent < n:
-                raise _bad(f"aclnnTransSparse4to2Para: weight holds {extent} bytes, shape {list(dims)} needs {n}")
+                raise _bad(f"weight holds {extent} bytes, shape {list(dims)} needs {n}")
             weight = _raw(addr, n).view(np.int8).reshape(dims)
-            res = aclnn.aclnnTransSparse4to2Para(weight, dims)
+            from npu_emu.ops import trans_sparse4to2_para   # raises with the message aclnn's form drops
+
+            sw, index = trans_sparse4to2_para(weight)
         except AclnnError as e:
-            return e.status, e.message
+            return e.status, f"aclnnTransSparse4to2Para: {e.message}"
         except Exception as e:
             return ACLNN_ERR_INNER, f"aclnnTransSparse4to2Para: npu-emu internal error: {type(e).__name__}: {e}"
-        status, sw, sw_dims, index, index_dims = res
-        if status != 0:
-            return status, aclnn.aclGetRecentErrMsg()
         sw = np.ascontiguousarray(sw)
         index = np.ascontiguousarray(index)
-        return (0, sw.tobytes(), tuple(int(d) for d in sw_dims), index.tobytes(),
-                tuple(int(d) for d in index_dims), "")
+        return 0, sw.tobytes(), tuple(sw.shape), index.tobytes(), tuple(index.shape), ""

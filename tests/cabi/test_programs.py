@@ -96,6 +96,7 @@ ERRORS = {
     "gather_get_workspace": 0, "launch_failure": 161002, "synchronize_after_failure": 161002, "synchronize_again": 0,
     "weight_size_null": 161001, "weight_size_bad_dtype": 161002, "weight_size": 0,
     "trans_weight_short_allocation": 161002, "permute_bad_dims": 161002, "permute_null": 161001,
+    "sparse_not_sparse": 161002, "sparse_null": 561103, "sparse_outputs_untouched": 0,
     "malloc_small": 0,
     # the acl runtime's own code for every bad argument, ACL_ERROR_INVALID_PARAM
     "memcpy_count_over_destmax": 100000, "memcpy_into_padding": 0, "memcpy_past_allocation": 100000,

@@ -5,6 +5,7 @@
 #include "acl/acl.h"
 #include "aclnnop/aclnn_gather_dequant_int8.h"
 #include "aclnnop/aclnn_permute.h"
+#include "aclnnop/aclnn_sparse4to2quant_matmul_weight_nz.h"
 #include "aclnnop/aclnn_trans_matmul_weight.h"
 #include "aclnnop/aclnn_sign_bits_unpack.h"
 #include "common.h"
@@ -114,6 +115,20 @@ int main()
         REPORT("permute_bad_dims", aclnnPermuteGetWorkspaceSize(w, dims, w, &tws, &tex));
         REPORT("permute_null", aclnnPermuteGetWorkspaceSize(w, nullptr, w, &tws, &tex));
         aclDestroyIntArray(dims);
+        // a weight that is not 2:4 sparse (every value non-zero) cannot be compressed
+        std::vector<int8_t> dense(32 * 64, 1);
+        std::vector<int64_t> denseShape = {32, 64};
+        aclIntArray* denseArray = aclCreateIntArray(denseShape.data(), denseShape.size());
+        int8_t* sw = nullptr;
+        uint8_t* ix = nullptr;
+        int64_t *swDims = nullptr, *ixDims = nullptr;
+        uint64_t swNum = 0, ixNum = 0;
+        REPORT("sparse_not_sparse",
+               aclnnTransSparse4to2Para(dense.data(), denseArray, &sw, &swDims, &swNum, &ix, &ixDims, &ixNum));
+        REPORT("sparse_null", aclnnTransSparse4to2Para(nullptr, denseArray, &sw, &swDims, &swNum, &ix, &ixDims,
+                                                       &ixNum));
+        printf("sparse_outputs_untouched=%d\n", sw == nullptr && ix == nullptr && swNum == 0 ? 0 : 1);
+        aclDestroyIntArray(denseArray);
         aclDestroyIntArray(shapeArray);
         aclDestroyTensor(w);
         aclrtFree(wAddr);
