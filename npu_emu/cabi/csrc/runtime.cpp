@@ -5,6 +5,7 @@
 // NPU_EMU_SITE_DIRS (its site directories, newline separated).
 
 #include <Python.h>
+#include <sys/mman.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -68,7 +69,8 @@ struct Event {
 // Every object the program holds a pointer to is registered, so a stale or foreign pointer is an error status
 // instead of a read through it. One lock for all tables: the calls are cheap next to an op.
 std::mutex g_lock;
-std::map<uintptr_t, size_t> g_device;      // aclrtMalloc: start -> size
+std::map<uintptr_t, size_t> g_device;      // aclrtMalloc: start -> usable size (the device's rounding)
+const size_t kMmapFrom = static_cast<size_t>(1) << 20;
 std::set<uintptr_t> g_host;                // aclrtMallocHost
 std::set<const aclTensor*> g_tensors;
 std::set<const aclIntArray*> g_arrays;
@@ -633,11 +635,18 @@ aclError device_malloc(const char* fn, void** devPtr, size_t size, aclrtMemMallo
         return fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": " + std::to_string(size) + " bytes is more than any "
                                                                                             "device has");
     size_t capacity = (size + 31) / 32 * 32 + extra;
-    void* p = std::aligned_alloc(64, (capacity + 63) / 64 * 64);
+    // device memory is not cleared either; zeros make a program that reads it uninitialised repeatable. Large
+    // blocks (workspaces are 16 MiB) come from mmap, zero pages until written, so they cost no memset or RSS.
+    void* p = nullptr;
+    if (capacity >= kMmapFrom) {
+        p = mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) p = nullptr;
+    } else {
+        p = std::aligned_alloc(64, (capacity + 63) / 64 * 64);
+        if (p != nullptr) std::memset(p, 0, capacity);
+    }
     if (p == nullptr) return fail(ACL_ERROR_BAD_ALLOC, std::string(fn) + ": out of host memory for " +
                                                          std::to_string(size) + " bytes");
-    // device memory is not cleared either; zeros make a program that reads it uninitialised repeatable
-    std::memset(p, 0, capacity);
     std::lock_guard<std::mutex> g(g_lock);
     g_device[reinterpret_cast<uintptr_t>(p)] = capacity;
     *devPtr = p;
@@ -659,8 +668,13 @@ EXPORT aclError aclrtFree(void* devPtr) {
     auto it = g_device.find(reinterpret_cast<uintptr_t>(devPtr));
     if (devPtr == nullptr || it == g_device.end())
         return fail(ACL_ERROR_INVALID_PARAM, "aclrtFree: not the start of a live aclrtMalloc allocation");
+    size_t capacity = it->second;
     g_device.erase(it);
-    std::free(devPtr);
+    if (capacity >= kMmapFrom) {
+        munmap(devPtr, capacity);
+    } else {
+        std::free(devPtr);
+    }
     return ACL_SUCCESS;
 }
 
