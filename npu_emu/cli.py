@@ -592,12 +592,23 @@ def build_parser(commands):
     sp.add_argument("--cann-version", default="master", help="the CANN-version switch of npu_dynamic_mx_quant")
     sp.add_argument("--no-progress", action="store_true", help="no progress bars")
 
-    def _cmd_quantize_checkpoint(a, commands):
-        from npu_emu import checkpoint
-
-        return checkpoint.cli_main(a)
-
     sp.set_defaults(func=_cmd_quantize_checkpoint)
+
+    sp = sub.add_parser(
+        "cabi", formatter_class=fmt,
+        help="build headers and libraries so that CANN aclnn C++ test programs run on the CPU",
+        description=_w("The C ABI: `npu-emu cabi build --prefix DIR` writes DIR/include (acl/acl.h, "
+                       "aclnnop/aclnn_<op>.h for every aclnn op npu-emu has) and DIR/lib (libascendcl.so, libopapi.so, "
+                       "libnnopbase.so, ...) so that a program written like CANN's examples/test_aclnn_<op>.cpp "
+                       "compiles with g++ and runs on the CPU with the device's bits (docs/integrations/cabi.md). "
+                       "Needs a C++ compiler and a Python with a shared libpython."),
+        epilog="examples:\n  npu-emu cabi build --prefix ~/npu-emu-cann\n"
+               "  g++ test_aclnn_sign_bits_unpack.cpp -I ~/npu-emu-cann/include -L ~/npu-emu-cann/lib \\\n"
+               "      -Wl,-rpath,$HOME/npu-emu-cann/lib -lascendcl -lopapi -lnnopbase -o test && ./test")
+    cabi_sub = sp.add_subparsers(dest="cabi_command", required=True, metavar="SUBCOMMAND")
+    op = cabi_sub.add_parser("build", help="write DIR/include and DIR/lib; print the g++ line to use")
+    op.add_argument("--prefix", required=True, metavar="DIR", help="where to write include/ and lib/")
+    op.set_defaults(func=_cmd_cabi_build)
 
     sp = sub.add_parser(
         "compare", formatter_class=fmt,
@@ -646,6 +657,18 @@ def build_parser(commands):
             add_arguments(op_p)
             op_p.set_defaults(func=lambda a, c, h=handler: h(a))
     return p
+
+
+def _cmd_quantize_checkpoint(args, commands):
+    from npu_emu import checkpoint
+
+    return checkpoint.cli_main(args)
+
+
+def _cmd_cabi_build(args, commands):
+    from npu_emu.cabi.build import main as cabi_main  # imported here: the CLI starts without the C ABI
+
+    return cabi_main(args)
 
 
 def main(argv=None):

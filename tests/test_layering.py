@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FRONTS = ("npu_emu.frontend", "npu_emu.ops", "npu_emu.aclnn", "npu_emu.cli", "npu_emu.demo", "npu_emu.precompile",
-          "npu_emu.op_configs", "npu_emu.dask", "npu_emu.checkpoint")
+          "npu_emu.op_configs", "npu_emu.dask", "npu_emu.checkpoint", "npu_emu.cabi")
 DEVICE = ("npu_emu.launch", "npu_emu.validate", "npu_emu.platforms", "npu_emu.tiling_data", "npu_emu.specialize",
           "npu_emu.memo", "npu_emu.jit_options", "npu_emu.cache_lock")
 

@@ -74,3 +74,13 @@ def test_wheel_holds_every_module(wheel):
     # and nothing numba or git leaves in the tree
     stray = sorted(n for n in names if n.endswith((".nbi", ".nbc", ".pyc")))
     assert not stray, f"{wheel.name} carries build leftovers {stray[:5]}"
+
+
+def test_wheel_holds_the_c_abi_sources(wheel):
+    """`npu-emu cabi build` compiles these on the user's machine: they are package data, not Python modules."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    csrc = ROOT / "npu_emu" / "cabi" / "csrc"
+    want = {"npu_emu/cabi/csrc/" + str(f.relative_to(csrc)) for f in csrc.rglob("*") if f.suffix in (".cpp", ".h")}
+    assert want, "no C ABI sources found in the tree"
+    missing = sorted(want - names)
+    assert not missing, f"{wheel.name} lacks the C ABI sources {missing}"
