@@ -50,12 +50,14 @@ def test_list_names_ops_socs_formats_and_demo_cases(capsys):
 def test_top_level_help_teaches(capsys):
     code, out, _ = usage_exit(["--help"], capsys)
     assert code == 0
-    for cmd in ("list", "demo", "bench", "compile", "compare", "run", "tiling", "golden"):
+    for cmd in ("list", "demo", "bench", "compile", "onnx", "exec", "quantize-checkpoint", "cabi", "compare", "run",
+                "tiling", "golden"):
         assert cmd in out
     assert "examples:" in out and "npu-emu compare" in out
 
 
-HELPS = [["demo"], ["bench"], ["compile"], ["compare"], ["list"]] + \
+HELPS = [["demo"], ["bench"], ["compile"], ["compare"], ["list"], ["onnx", "run"], ["exec"],
+         ["quantize-checkpoint"], ["cabi", "build"]] + \
     [[verb, op] for op, spec in COMMANDS.items() for verb in ("run", "tiling", "golden") if verb in spec]
 
 
