@@ -32,7 +32,7 @@ def test_table_matches_npu_emu_aclnn():
         assert callable(getattr(aclnn, op.name))
 
 
-def test_headers_declare_every_op_and_compile_as_c(cabi_prefix, tmp_path):
+def test_headers_declare_every_op_and_compile_as_c(cabi_prefix, tmp_path, require_tool):
     include = cabi_prefix / "include"
     for op in OPS:
         text = (include / "aclnnop" / op.header).read_text()
@@ -44,7 +44,7 @@ def test_headers_declare_every_op_and_compile_as_c(cabi_prefix, tmp_path):
                                                        for h in sorted((include / "aclnnop").iterdir())))
     cc = shutil.which("gcc") or shutil.which("cc") or shutil.which("clang")
     if cc is None:
-        pytest.skip("no C compiler to check the headers in C")
+        require_tool("no C compiler to check the headers in C")
     proc = subprocess.run([cc, "-std=c11", "-Wall", "-Werror", "-Wno-unused-const-variable", "-fsyntax-only",
                            "-I", str(include), str(src)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -56,11 +56,11 @@ def test_cli_printed_the_compile_line(cabi_build_output, cabi_prefix):
     assert "-lascendcl -lopapi -lnnopbase" in cabi_build_output
 
 
-def test_examples_style_cmake_build(cabi_prefix, tmp_path, run):
+def test_examples_style_cmake_build(cabi_prefix, tmp_path, run, require_tool):
     """CANN's example CMake pattern, its ASCEND_HOME_PATH pointed at the prefix; run with set_env.sh's library path."""
     cmake = shutil.which("cmake")
     if cmake is None:
-        pytest.skip("cmake is not installed")
+        require_tool("cmake is not installed")
     build = tmp_path / "build"
     for cmd in ([cmake, "-S", str(HERE / "cmake"), "-B", str(build), f"-DASCEND_HOME_PATH={cabi_prefix}"],
                 [cmake, "--build", str(build)]):
