@@ -526,10 +526,13 @@ def worker_environ(n_workers=None, threads_per_worker=1, numba_threads=None):
     """Environment for Dask worker processes so that workers x threads x numba threads fit the cores.
 
     numba threads per worker default to cores // (n_workers * threads_per_worker), at least 1. The nanny sets
-    OMP_NUM_THREADS but not NUMBA_NUM_THREADS, so this goes through ``distributed.nanny.pre-spawn-environ``. More
-    than one Dask thread per worker calls numba's parallel kernels from several threads at once, which numba's
-    ``workqueue`` layer does not survive: on that layer the chunks of one process take turns (see ``_call``), so
-    real concurrency needs tbb or omp (numba picks them first when installed).
+    OMP_NUM_THREADS but not NUMBA_NUM_THREADS, so this goes through ``distributed.nanny.environ``, which the worker
+    process applies first thing, before numba is imported there. (Not ``pre-spawn-environ``: the nanny writes that
+    into its own process's os.environ, here the client's, and numba then refuses to compile in the client: "Cannot
+    set NUMBA_NUM_THREADS to a different value once the threads have been launched".) More than one Dask thread per
+    worker calls numba's parallel kernels from several threads at once, which numba's ``workqueue`` layer does not
+    survive: on that layer the chunks of one process take turns (see ``_call``), so real concurrency needs tbb or
+    omp (numba picks them first when installed).
     """
     cores = os.cpu_count() or 1
     n_workers = n_workers or cores
@@ -549,5 +552,5 @@ def local_cluster(n_workers=None, threads_per_worker=1, numba_threads=None, **kw
 
     n_workers = n_workers or (os.cpu_count() or 1)
     env = worker_environ(n_workers, threads_per_worker, numba_threads)
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": env}):
+    with dask.config.set({"distributed.nanny.environ": env}):
         return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker, processes=True, **kwargs)

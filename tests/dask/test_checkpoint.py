@@ -15,6 +15,9 @@ from npu_emu.cli import main as cli_main
 
 from dask_test_helpers import header_of, make_checkpoint, read_tensor, write_safetensors
 
+# read at import, before any cluster of this module starts
+_CLIENT_NUMBA_THREADS = os.environ.get("NUMBA_NUM_THREADS")
+
 SHARDS = ["model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors", "model-00003-of-00003.safetensors"]
 TINY = 0.02            # MB per task: 64-row chunks here, so the larger weights span several tasks
 
@@ -117,10 +120,27 @@ def test_bad_input_clear_error_nothing_written(tmp_path, capsys, case, include, 
 
 
 def test_workers_get_numba_threads(client):
-    # the nanny sets OMP_NUM_THREADS only; NUMBA_NUM_THREADS comes from distributed.nanny.pre-spawn-environ
-    want = str(max(1, (os.cpu_count() or 1) // 2))
-    env = client.run(lambda: (os.environ.get("NUMBA_NUM_THREADS"), __import__("numba").config.NUMBA_NUM_THREADS))
-    assert len(env) == 2 and all(v == (want, int(want)) for v in env.values())
+    # the nanny sets OMP_NUM_THREADS only; NUMBA_NUM_THREADS comes from distributed.nanny.environ, and the workers'
+    # numba thread pools really have that size (get_num_threads starts the pool)
+    want = max(1, (os.cpu_count() or 1) // 2)
+
+    def numba_threads():
+        import numba
+
+        return os.environ.get("NUMBA_NUM_THREADS"), numba.config.NUMBA_NUM_THREADS, numba.get_num_threads()
+
+    env = client.run(numba_threads)
+    assert len(env) == 2 and all(v == (str(want), want, want) for v in env.values()), env
+
+
+def test_starting_a_cluster_leaves_this_process_alone(client):
+    """The workers' NUMBA_NUM_THREADS must not leak into the process that started the cluster: numba re-reads it
+    there at each compile and raises once its own threads have started with another count."""
+    import numba
+
+    assert os.environ.get("NUMBA_NUM_THREADS") == _CLIENT_NUMBA_THREADS
+    numba.get_num_threads()     # start this process's pool, then compile something new: must not raise
+    numba.njit(lambda a: a + 1)(1)
 
 
 def test_killed_run_resumes(client, tmp_path):
