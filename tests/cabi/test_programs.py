@@ -6,6 +6,12 @@ import numpy as np
 from npu_emu import ops
 
 
+def _buf(data, dtype):
+    """A program's printed bytes as a writable array: numba types a read-only array (np.frombuffer of bytes) as a
+    new signature, and the kernels npu-emu compile precompiled would be compiled again here for it."""
+    return np.frombuffer(bytearray(data), dtype)
+
+
 def _check(values, name, expected):
     got = np.frombuffer(values[name], np.uint8)
     want = np.ascontiguousarray(expected).view(np.uint8).reshape(-1)
@@ -15,9 +21,9 @@ def _check(values, name, expected):
 def test_sign_bits_unpack_and_pack(programs, run):
     rc, v, text = run(programs["test_aclnn_sign_bits"])
     assert rc == 0, text
-    x = np.frombuffer(v["unpack_x"], np.uint8)
+    x = _buf(v["unpack_x"], np.uint8)
     _check(v, "unpack_out", ops.npu_sign_bits_unpack(x, 2, 0))
-    f = np.frombuffer(v["pack_x"], np.float32)
+    f = _buf(v["pack_x"], np.float32)
     _check(v, "pack_out", ops.npu_sign_bits_pack(f, 2))
 
 
@@ -26,11 +32,11 @@ def test_dynamic_mx_quant_and_grouped(programs, run):
 
     rc, v, text = run(programs["test_aclnn_dynamic_mx_quant"])
     assert rc == 0, text
-    x = np.frombuffer(v["mx_x"], ml_dtypes.bfloat16).reshape(2, 64)
+    x = _buf(v["mx_x"], ml_dtypes.bfloat16).reshape(2, 64)
     y, scale = ops.npu_dynamic_mx_quant(x, axis=-1, dst_type=24)       # torch_npu code of float8_e4m3fn
     _check(v, "mx_y", y)
     _check(v, "mx_scale", scale)
-    x = np.frombuffer(v["grouped_x"], ml_dtypes.bfloat16).reshape(64, 32)
+    x = _buf(v["grouped_x"], ml_dtypes.bfloat16).reshape(64, 32)
     y, scale = ops.npu_grouped_dynamic_mx_quant(x, np.array([16, 64], np.int32), dst_type=24)
     _check(v, "grouped_y", y)
     _check(v, "grouped_scale", scale)
@@ -44,7 +50,7 @@ def test_quant_matmul_family(programs, run):
     m, k, n = 16, 64, 32
 
     def arr(name, dtype, shape):
-        return np.frombuffer(v[name], dtype).reshape(shape)
+        return _buf(v[name], dtype).reshape(shape)
 
     packed = ops.npu_trans_quant_param(arr("v3_scale", np.float32, (n,)))
     _check(v, "v3_scale_u64", packed)
@@ -72,10 +78,10 @@ def test_quant_matmul_family(programs, run):
 def test_gather_dequant_int8(programs, run):
     rc, v, text = run(programs["test_aclnn_gather_dequant_int8"])
     assert rc == 0, text
-    table = np.frombuffer(v["table"], np.uint8).reshape(16, 256)
-    idx = np.frombuffer(v["indices"], np.int32).reshape(2, 4)
-    scale = np.frombuffer(v["scale"], np.float16)
-    zp = np.frombuffer(v["zero_point"], np.float16)
+    table = _buf(v["table"], np.uint8).reshape(16, 256)
+    idx = _buf(v["indices"], np.int32).reshape(2, 4)
+    scale = _buf(v["scale"], np.float16)
+    zp = _buf(v["zero_point"], np.float16)
     _check(v, "out", ops.gather_dequant_int8(table, idx, scale, zp))
 
 
@@ -84,7 +90,7 @@ def test_threads_share_the_interpreter(programs, run):
     rc, v, text = run(programs["test_aclnn_threads"])
     assert rc == 0, text
     for i in range(4):
-        _check(v, f"out{i}", ops.npu_sign_bits_unpack(np.frombuffer(v[f"x{i}"], np.uint8), 2, 0))
+        _check(v, f"out{i}", ops.npu_sign_bits_unpack(_buf(v[f"x{i}"], np.uint8), 2, 0))
 
 
 ERRORS = {
@@ -130,11 +136,11 @@ def test_sparse4to2_quant_matmul(programs, run):
     rc, v, text = run(programs["test_aclnn_sparse4to2quant_matmul"])
     assert rc == 0, text
     m, k, n = 8, 128, 32
-    w = np.frombuffer(v["weight"], np.int8).reshape(n, k)
+    w = _buf(v["weight"], np.int8).reshape(n, k)
     sw, idx = ops.trans_sparse4to2_para(w)
-    want = ops.sparse4to2_quant_matmul(np.frombuffer(v["x"], np.int8).reshape(m, k), sw, idx,
-                                       np.frombuffer(v["x_scale"], np.float32),
-                                       np.frombuffer(v["weight_scale"], np.float32))
+    want = ops.sparse4to2_quant_matmul(_buf(v["x"], np.int8).reshape(m, k), sw, idx,
+                                       _buf(v["x_scale"], np.float32),
+                                       _buf(v["weight_scale"], np.float32))
     _check(v, "out", want)
 
 
@@ -143,9 +149,9 @@ def test_npu_emu_soc_selects_the_emulated_soc(programs, run, monkeypatch):
     monkeypatch.setenv("NPU_EMU_SOC", "ascend950pr")
     rc, v, text = run(programs["test_aclnn_sign_bits"])
     assert rc == 0, text
-    x = np.frombuffer(v["unpack_x"], np.uint8)
+    x = _buf(v["unpack_x"], np.uint8)
     _check(v, "unpack_out", ops.npu_sign_bits_unpack(x, 2, 0, soc="ascend950pr"))
-    f = np.frombuffer(v["pack_x"], np.float32)
+    f = _buf(v["pack_x"], np.float32)
     want = ops.npu_sign_bits_pack(f, 2, soc="ascend950pr")
     assert not np.array_equal(want, ops.npu_sign_bits_pack(f, 2))       # the test can tell the SoCs apart
     _check(v, "pack_out", want)
