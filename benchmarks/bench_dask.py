@@ -28,19 +28,14 @@ SHARDS, PER_SHARD, SHAPE = 4, 2, (2048, 4096)
 
 
 def _write(path, tensors):
-    import json
-    import struct
+    """A bf16 safetensors shard, its header made by the job's own writer (the tests' writer is the independent one)."""
+    from npu_emu.checkpoint import _header_bytes
 
-    header, pos, blobs = {"__metadata__": {"format": "pt"}}, 0, []
-    for name, arr in tensors.items():
-        b = arr.tobytes()
-        header[name] = {"dtype": "BF16", "shape": list(arr.shape), "data_offsets": [pos, pos + len(b)]}
-        blobs.append(b)
-        pos += len(b)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
+    head, _ = _header_bytes([(n, "BF16", a.shape, a.nbytes) for n, a in tensors.items()], {"format": "pt"})
     with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+        f.write(head)
+        for a in tensors.values():
+            f.write(a.tobytes())
 
 
 def make_checkpoint(folder):
