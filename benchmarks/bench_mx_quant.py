@@ -16,7 +16,8 @@ import numpy as np
 from numba import njit, prange
 
 from benchmarks import common
-from npu_emu.kernels.mx_quant import api, kernel, tiling
+from npu_emu.kernels.mx_quant import api, launch, tiling
+from npu_emu.kernels.mx_quant import common as mx_common
 
 GROUPED_SHAPE = (16384, 7168)
 GROUP_SIZES = (2560, 1536, 3072, 1024, 2048, 2304, 1792, 2048)        # 8 MoE experts, sum 16384
@@ -98,10 +99,10 @@ class GroupedMxQuant:
         self.x = bf16_input(GROUPED_SHAPE, 0)
         self.gi = np.cumsum(GROUP_SIZES).astype(np.int32)
         self.tr = tiling.grouped_tiling(m, n, len(self.gi), x_dtype="bfloat16", y_dtype="float8_e4m3fn")
-        self.params_vec = kernel.make_params(x_dtype="bfloat16", y_dtype="float8_e4m3fn", round_mode="rint",
-                                             alg=kernel.ALG_OCP, dtm_class=0, legacy=False, signed_zero=True,
-                                             ftz=False, nan_in_max="propagate", fp4_nibble_order="low_first",
-                                             dynamic=False, faithful=False)
+        self.params_vec = mx_common.make_params(x_dtype="bfloat16", y_dtype="float8_e4m3fn", round_mode="rint",
+                                                alg=mx_common.ALG_OCP, dtm_class=0, legacy=False, signed_zero=True,
+                                                ftz=False, nan_in_max="propagate", fp4_nibble_order="low_first",
+                                                dynamic=False, faithful=False)
         self.bits = self.x.view(np.uint16).reshape(-1)
         self.y = np.empty(m * n, np.uint8)
         self.s = np.zeros((m // 64 + len(self.gi)) * n * 2, np.uint8)
@@ -109,7 +110,7 @@ class GroupedMxQuant:
         self.run()                                       # compile / cache load outside the timing
 
     def run(self):
-        kernel.run_grouped(self.bits, self.gi, self.y, self.s, self.tr, self.params_vec,
+        launch.run_grouped(self.bits, self.gi, self.y, self.s, self.tr, self.params_vec,
                            self.tr.tiling.invDstTypeMax, shape=GROUPED_SHAPE, validate=False)
 
     def frontend(self):
@@ -157,10 +158,10 @@ class DynamicMxQuant:
         self.dst = dst
         self.x = bf16_input(DYNAMIC_SHAPE, 1)
         self.tr = tiling.dynamic_unit_tiling(DYNAMIC_SHAPE, -1, x_dtype="bfloat16", y_dtype=dst)
-        self.params_vec = kernel.make_params(x_dtype="bfloat16", y_dtype=dst, round_mode="rint", alg=kernel.ALG_OCP,
-                                             dtm_class=0, legacy=False, signed_zero=True, ftz=False,
-                                             nan_in_max="propagate", fp4_nibble_order="low_first", dynamic=True,
-                                             faithful=False)
+        self.params_vec = mx_common.make_params(x_dtype="bfloat16", y_dtype=dst, round_mode="rint",
+                                                alg=mx_common.ALG_OCP, dtm_class=0, legacy=False, signed_zero=True,
+                                                ftz=False, nan_in_max="propagate", fp4_nibble_order="low_first",
+                                                dynamic=True, faithful=False)
         self.bits = self.x.view(np.uint16).reshape(-1)
         self.y = np.empty(m * n // 2 if dst == "float4_e2m1" else m * n, np.uint8)
         self.s = np.empty(m * self.tr.tiling.pairNum * 2, np.uint8)
@@ -168,7 +169,7 @@ class DynamicMxQuant:
         self.run()
 
     def run(self):
-        kernel.run_dynamic(self.bits, self.y, self.s, self.tr, self.params_vec, 0.0, 0.0, "bfloat16",
+        launch.run_dynamic(self.bits, self.y, self.s, self.tr, self.params_vec, 0.0, 0.0, "bfloat16",
                            validate=False)
 
     def frontend(self):

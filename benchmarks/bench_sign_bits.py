@@ -13,7 +13,7 @@ from numba import njit, prange
 
 from npu_emu.goldens import sign_bits as golden
 from npu_emu.jit_options import PARALLEL
-from npu_emu.kernels.sign_bits import kernel, tiling
+from npu_emu.kernels.sign_bits import launch, tiling
 
 from .common import best_seconds, device_roofline_seconds, host_roofline_seconds
 
@@ -56,7 +56,7 @@ class Unpack:
         self.fill()
 
     def run(self):
-        kernel.run_unpack(self.x, self.y, self.tr, "910b", validate=False)
+        launch.run_unpack(self.x, self.y, self.tr, "910b", validate=False)
 
     def fill(self):
         _fill(self.y_bits, self.fill_value)
@@ -68,10 +68,10 @@ class Unpack:
         self.fill()
 
     def time_npu_emu_faithful(self, dtype):
-        kernel.run_unpack(self.x, self.y, self.tr, "910b", validate=False, faithful=True)
+        launch.run_unpack(self.x, self.y, self.tr, "910b", validate=False, faithful=True)
 
     def time_npu_emu_validated(self, dtype):
-        kernel.run_unpack(self.x, self.y, self.tr, "910b", validate=True)
+        launch.run_unpack(self.x, self.y, self.tr, "910b", validate=True)
 
     def time_numpy_golden(self, dtype):
         golden.sign_bits_unpack(self.x, 1, dtype)
@@ -133,7 +133,7 @@ class Pack:
         self.run()
 
     def run(self):
-        kernel.run_pack(self.bits, self.y, self.tr, "910b", validate=False)
+        launch.run_pack(self.bits, self.y, self.tr, "910b", validate=False)
 
     def time_npu_emu(self):
         self.run()

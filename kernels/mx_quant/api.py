@@ -28,7 +28,7 @@ from npu_emu.frontend import (
     to_user,
     write_out,
 )
-from npu_emu.kernels.mx_quant import checks, kernel, tiling as tiling_mod
+from npu_emu.kernels.mx_quant import checks, common, launch, tiling as tiling_mod
 from npu_emu.kernels.mx_quant.checks import Desc
 from npu_emu.kernels.mx_quant.tiling import FP4, FP8
 
@@ -152,11 +152,11 @@ def _x_bits(xa):
 
 def _grouped_alg(scale_alg, y_dtype, dst_type_max):
     if scale_alg == 0:
-        return kernel.ALG_OCP, 0
+        return common.ALG_OCP, 0
     cls = tiling_mod.dst_type_max_class(y_dtype, dst_type_max)
     if scale_alg == 2 and cls:
-        return kernel.ALG_RANGE, cls
-    return (kernel.ALG_RCEIL if scale_alg == 1 else kernel.ALG_RCEIL_NOSUB), 0
+        return common.ALG_RANGE, cls
+    return (common.ALG_RCEIL if scale_alg == 1 else common.ALG_RCEIL_NOSUB), 0
 
 
 def _user_tiling(tiling, host):
@@ -180,10 +180,10 @@ def _grouped_run(xa, x_dtype, gi, y_dtype, round_mode, scale_alg, dst_type_max, 
         raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR,
                          f"tiling key {td.tilingKey} selects output template {key_dst} but y is {y_dtype}")
     alg, cls = _grouped_alg(key_alg, y_dtype, dst_type_max)
-    if key_alg == 2 and alg != kernel.ALG_RANGE and key_cls:
-        alg, cls = kernel.ALG_RANGE, key_cls
+    if key_alg == 2 and alg != common.ALG_RANGE and key_cls:
+        alg, cls = common.ALG_RANGE, key_cls
     legacy = cann_version in checks.GROUPED_LEGACY
-    params = kernel.make_params(x_dtype=x_dtype, y_dtype=y_dtype, round_mode=key_rm, alg=alg, dtm_class=cls,
+    params = common.make_params(x_dtype=x_dtype, y_dtype=y_dtype, round_mode=key_rm, alg=alg, dtm_class=cls,
                                 legacy=legacy, signed_zero=signed_zero, ftz=ftz, nan_in_max=nan_in_max,
                                 fp4_nibble_order=fp4_nibble_order, dynamic=False, faithful=faithful)
     # v9.1 and earlier kernels use the constant 1/448 or 1/57344 for RCEIL; master reads invDstTypeMax
@@ -207,7 +207,7 @@ def _grouped_run(xa, x_dtype, gi, y_dtype, round_mode, scale_alg, dst_type_max, 
     if gap_fill is not None or scale_init is None:
         # gap_fill=None keeps the caller's bytes (aclnn); the torch_npu-style function has none and gives 0x00
         s.reshape(rows, 2 * n)[~owned] = 0 if gap_fill is None else gap_fill
-    overruns = kernel.run_grouped(_x_bits(xa), np.ascontiguousarray(gi, np.int32), y, s, tr, params, r32,
+    overruns = launch.run_grouped(_x_bits(xa), np.ascontiguousarray(gi, np.int32), y, s, tr, params, r32,
                                   shape=(m, n), validate=validate)
     return y, s, overruns
 
@@ -389,15 +389,15 @@ def aclnnGroupedDynamicMxQuantV2(workspace, workspace_size, executor, stream=Non
 
 def _dynamic_alg(scale_alg, y_dtype, dst_type_max):
     if scale_alg == 0:
-        return kernel.ALG_OCP, 0, tiling_mod.inv_dst_type_max(y_dtype, 0.0)
+        return common.ALG_OCP, 0, tiling_mod.inv_dst_type_max(y_dtype, 0.0)
     if scale_alg == 1:
-        return kernel.ALG_RCEIL, 0, tiling_mod.inv_dst_type_max(y_dtype, 0.0)
+        return common.ALG_RCEIL, 0, tiling_mod.inv_dst_type_max(y_dtype, 0.0)
     d = float(np.float32(dst_type_max))
     if d in (0.0, 6.0):
-        return kernel.ALG_RANGE, 1, 0.0
+        return common.ALG_RANGE, 1, 0.0
     if d == 7.0:
-        return kernel.ALG_RANGE, 2, 0.0
-    return kernel.ALG_RCEIL_NOSUB, 0, tiling_mod.inv_dst_type_max(y_dtype, d)
+        return common.ALG_RANGE, 2, 0.0
+    return common.ALG_RCEIL_NOSUB, 0, tiling_mod.inv_dst_type_max(y_dtype, d)
 
 
 def _dynamic_run(xa, x_dtype, axis, y_dtype, round_mode, block_size, scale_alg, dst_type_max, max_low_bound, *,
@@ -407,7 +407,7 @@ def _dynamic_run(xa, x_dtype, axis, y_dtype, round_mode, block_size, scale_alg, 
                    block_size=block_size, soc=soc, core_num=core_num, ub_size=ub_size)
     td = tr.tiling
     alg, cls, r32 = _dynamic_alg(scale_alg, y_dtype, dst_type_max)
-    params = kernel.make_params(x_dtype=x_dtype, y_dtype=y_dtype, round_mode=round_mode, alg=alg, dtm_class=cls,
+    params = common.make_params(x_dtype=x_dtype, y_dtype=y_dtype, round_mode=round_mode, alg=alg, dtm_class=cls,
                                 legacy=cann_version in checks.DYNAMIC_LEGACY, signed_zero=signed_zero, ftz=ftz,
                                 nan_in_max="propagate", fp4_nibble_order=fp4_nibble_order, dynamic=True,
                                 faithful=faithful)
@@ -418,7 +418,7 @@ def _dynamic_run(xa, x_dtype, axis, y_dtype, round_mode, block_size, scale_alg, 
     y = _empty(ybytes)
     s = _empty(sbytes)
     mlb32 = float(np.float32(max_low_bound))
-    overruns = kernel.run_dynamic(_x_bits(xa), y, s, tr, params, r32, mlb32, x_dtype, validate=validate)
+    overruns = launch.run_dynamic(_x_bits(xa), y, s, tr, params, r32, mlb32, x_dtype, validate=validate)
     return y, s, tr, overruns
 
 

@@ -6,14 +6,11 @@ import os
 import numpy as np
 
 from npu_emu.cli import parse_shape, read_bin, write_bin, write_case
+from npu_emu.kernels.quant_matmul.switches import CHOICES, DEFAULTS
 
-_SWITCHES = (("--float-accum", "exact", ("exact", "kchunk", "sequential", "numpy")),
-             ("--fixpipe-round", "rne", ("rne", "half_away")),
-             ("--cast-overflow", "inf", ("inf", "saturate")),
-             ("--fp4-nibble-order", "low_first", ("low_first", "high_first")),
-             ("--e8m0-zero", "pow2", ("pow2", "zero")),
-             ("--group-size-inference", "checker", ("checker", "explicit")),
-             ("--tcg-fp8-overflow", "nan", ("nan", "saturate")))
+_SWITCHES = tuple(("--" + name.replace("_", "-"), DEFAULTS[name], CHOICES[name])
+                  for name in ("float_accum", "fixpipe_round", "cast_overflow", "fp4_nibble_order", "e8m0_zero",
+                               "group_size_inference", "tcg_fp8_overflow"))
 
 
 def _tensor(p, name, required=False, help_text=""):
@@ -46,7 +43,7 @@ def _add_run(p):
     p.add_argument("--output-dtype", default="int8", help="float16, bfloat16, float32, int8 (default), int32")
     p.add_argument("--group-sizes", type=parse_shape, help="gm,gn,gk")
     p.add_argument("--output", required=True, help="where to write the result (.bin)")
-    p.add_argument("--soc", default="ascend910b2")
+    p.add_argument("--soc", default=DEFAULTS["soc"])
     p.add_argument("--trace", action="store_true", help="print the routed op, quant mode and tiling")
     for flag, default, choices in _SWITCHES:
         p.add_argument(flag, default=default, choices=choices)
@@ -88,13 +85,13 @@ def _add_tiling(p):
     p.add_argument("--trans-a", action="store_true")
     p.add_argument("--trans-b", action="store_true")
     p.add_argument("--mode", default="default", choices=("default", "mx", "perblock", "pertile"))
-    p.add_argument("--soc", default="ascend910b2")
+    p.add_argument("--soc", default=DEFAULTS["soc"])
     p.add_argument("--core-num", type=int, default=None, help="override the cube-core count")
     p.add_argument("--cores", action="store_true", help="list every core's blocks")
 
 
 def _tiling(a):
-    from npu_emu.kernels.quant_matmul import kernel, tiling
+    from npu_emu.kernels.quant_matmul import launch, tiling
 
     shape = tiling.MatmulShape(a.m, a.n, a.k, batch=a.batch, trans_a=a.trans_a, trans_b=a.trans_b,
                                a_dtype=a.x1_dtype, b_dtype=a.x2_dtype or a.x1_dtype, is_mx=a.mode == "mx",
@@ -105,7 +102,7 @@ def _tiling(a):
     print(f"blockDim {tr.block_dim}  tilingKey {tr.tiling_key}  workspace {tr.workspace_size}  ub {tr.ub_size} B/core")
     for note in tr.notes:
         print("note:", note)
-    core, local, b, r0, rows, c0, cols = kernel.block_table(tr)
+    core, local, b, r0, rows, c0, cols = launch.block_table(tr)
     shown = range(tr.block_dim) if a.cores or tr.block_dim <= 8 else list(range(3)) + [None] + \
         list(range(tr.block_dim - 3, tr.block_dim))
     print(f"{'core':>5} {'blocks':>7}  first blocks (batch, row0:rows, col0:cols)")
@@ -201,8 +198,8 @@ def _add_run_sparse(p):
     p.add_argument("--sparse-weight-scale", required=True, help="float32 (n,) (.bin); its length gives n")
     p.add_argument("--bias", help="bfloat16 (n,) (.bin)")
     p.add_argument("--output", required=True, help="bfloat16 (m, n) (.bin)")
-    p.add_argument("--soc", default="ascend910b2")
-    p.add_argument("--cast-overflow", default="inf", choices=("inf", "saturate"))
+    p.add_argument("--soc", default=DEFAULTS["soc"])
+    p.add_argument("--cast-overflow", default=DEFAULTS["cast_overflow"], choices=CHOICES["cast_overflow"])
 
 
 def _run_sparse(a):

@@ -1,4 +1,5 @@
-"""Per-core kernels of QuantBatchMatmulV3 (docs/ops/quant_matmul.md §7, §10) and their GM/UB access patterns.
+"""Per-core kernels of QuantBatchMatmulV3 (docs/ops/quant_matmul.md §7, §10): device code only, side by side with
+op_kernel. The host side (which specialised copy runs, the access pattern, the launch) is launch.py.
 
 Every kernel is ``kernel(block_dim, td, ub_size, *gm)`` (npu_emu.launch): ``for core in prange(block_dim)`` the
 core walks its base blocks ``core, core + blockDim, ...`` in the order of :func:`tiling.block_coords` and, per
@@ -6,10 +7,10 @@ block, its UB tiles of ``ubCalcM`` rows x ``ubCalcN`` columns: CopyIn of the L0C
 into UB, the epilogue in UB, CopyOut to GM. Blocks own disjoint output rectangles, so results do not depend on
 the thread count or on the split.
 
-* :func:`qbmm_epilogue_kernel` - the Fixpipe (cube path) or vector (mix path) dequantisation of
-  docs/ops/quant_matmul.md §7.1-§7.3, §7.5 for int32 / fp32 accumulators; the arithmetic is the same float32 chain on
-  both paths, only the order of the steps is selected by the plan (routing.QuantPlan) through the host-prepared
-  operands.
+* :func:`epilogue_kernel` (launched as launch.qbmm_epilogue_kernel) - the Fixpipe (cube path) or vector (mix path)
+  dequantisation of docs/ops/quant_matmul.md §7.1-§7.3, §7.5 for int32 / fp32 accumulators; the arithmetic is the
+  same float32 chain on both paths, only the order of the steps is selected by the plan (routing.QuantPlan) through
+  the host-prepared operands.
 * :func:`qbmm_perblock_kernel` - one k-block step of the 950 per-block accumulation (docs/ops/quant_matmul.md §7.4).
 * :func:`qbmm_cube_faithful_kernel` - the integer cube block by block: per baseK chunk L0A/L0B loads and the
   instruction layer's Mmad into an int32 L0C; used with ``faithful=True`` to prove the fast exact primitive of
@@ -28,20 +29,19 @@ from npu_emu.dtypes import scalar
 from npu_emu.jit_options import PARALLEL
 from npu_emu.kernels.quant_matmul.tiling import block_coords
 from npu_emu.launch import ub_view
-from npu_emu.specialize import const, load, njit
-from npu_emu.validate import AccessPattern
+from npu_emu.specialize import const, njit
 
 OUT_F16, OUT_BF16, OUT_F32, OUT_INT8, OUT_INT32 = 0, 1, 2, 3, 4
 OUT_CODES = {"float16": OUT_F16, "bfloat16": OUT_BF16, "float32": OUT_F32, "int8": OUT_INT8, "int32": OUT_INT32}
 OUT_ITEMSIZE = {OUT_F16: 2, OUT_BF16: 2, OUT_F32: 4, OUT_INT8: 1, OUT_INT32: 4}
 
-# cfg layout of qbmm_epilogue_kernel
+# cfg layout of epilogue_kernel
 CFG_OUT, CFG_RMODE, CFG_SAT, CFG_BIAS_ROWS, CFG_ACC_INT, CFG_LEN = 0, 1, 2, 3, 4, 5
 
 # The epilogue is specialised, as the device's is a template: each copy of this module (npu_emu.specialize) has the
 # output type, the accumulator type and whether the output cast is the plain RINT one as constants, so a call
 # compiles the chain of its own output type only. In a plain import they are None and the epilogue is only called
-# through qbmm_epilogue_kernel below, which picks the copy.
+# through launch.qbmm_epilogue_kernel, which picks the copy.
 OUT = const("OUT")                # OUT_* code
 ACC_INT = const("ACC_INT")        # the accumulator is int32 (else fp32)
 RINT = const("RINT")              # the output cast rounds with CAST_RINT and does not saturate
@@ -207,23 +207,9 @@ def _epilogue_block(blk, m, n, ub_m, ub_n, acc_i32, acc_f32, s2, s1, bias_i, bia
                         y8[dst + j] = out_ub[u0 + j]
 
 
-def qbmm_epilogue_kernel(block_dim, td, ub_size, acc_i32, acc_f32, s2, s1, bias_i, bias_f, off9, cfg, y8):
-    """Dequantise the L0C results block by block (the kernel of the module copy for cfg's output type, accumulator
-    and cast: see OUT, ACC_INT, RINT).
-
-    acc_i32 / acc_f32: the L0C values of every block in the GM workspace (one of them is empty), flat (B, M, N).
-    s2 (x2 scale, N or 1 entries, already FP19 where the path truncates), s1 (x1 scale, M or 1), bias_i (int32,
-    added to the int32 L0C value), bias_f (float32, added after the scales), off9 (int9 offset for int8 out):
-    each may be empty. cfg: see CFG_*. y8: the output bytes.
-    """
-    dev = load(__name__.split("[")[0], OUT=int(cfg[CFG_OUT]), ACC_INT=int(cfg[CFG_ACC_INT] != 0),
-               RINT=int(cfg[CFG_RMODE] == scalar.CAST_RINT and cfg[CFG_SAT] == 0))
-    dev.epilogue_kernel(block_dim, td, ub_size, acc_i32, acc_f32, s2, s1, bias_i, bias_f, off9, cfg, y8)
-
-
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def epilogue_kernel(block_dim, td, ub_size, acc_i32, acc_f32, s2, s1, bias_i, bias_f, off9, cfg, y8):
-    """qbmm_epilogue_kernel's njit body, in the copy for one output type."""
+    """launch.qbmm_epilogue_kernel's njit body, in the copy for one output type."""
     m = td.matmulTiling.M
     n = td.matmulTiling.N
     geo, total = _walk(td)
@@ -322,51 +308,3 @@ def qbmm_cube_faithful_kernel(block_dim, td, ub_size, a, b, acc, cfg):
         l0c = np.zeros(c_size, np.int32)
         for idx in range(np.int64(core), total, block_dim):
             _cube_block(_block(geo, idx), m, n, k, bk, a, b, acc, l0a, l0b, l0c, l0a_nz)
-
-
-# --------------------------------------------------------------------------------------------------------------
-# access patterns (what the launch validator checks before a kernel runs)
-# --------------------------------------------------------------------------------------------------------------
-
-def block_table(tr):
-    """Every block as arrays (core, local index, batch, row0, rows, col0, cols), from the tiling data alone."""
-    td = tr.tiling
-    cube, l2 = td.matmulTiling, td.tileL2cacheTiling
-    m_cnt, n_cnt = -(-cube.M // cube.baseM), -(-cube.N // cube.baseN)
-    per = m_cnt * n_cnt
-    total = td.params.batchC * per
-    idx = np.arange(total, dtype=np.int64)
-    coords = np.array([block_coords(i % per, m_cnt, n_cnt, l2.mTileCntL2, l2.nTileCntL2, l2.mTileBlock,
-                                    l2.nTileBlock, l2.calOrder) for i in range(per)], dtype=np.int64).reshape(-1, 2)
-    mi = np.tile(coords[:, 0], td.params.batchC)
-    ni = np.tile(coords[:, 1], td.params.batchC)
-    r0 = mi * cube.baseM
-    c0 = ni * cube.baseN
-    rows = np.minimum(cube.baseM, cube.M - r0)
-    cols = np.minimum(cube.baseN, cube.N - c0)
-    return idx % tr.block_dim, idx // tr.block_dim, idx // per, r0, rows, c0, cols
-
-
-def epilogue_access(tr, buffers, out_itemsize):
-    """AccessPattern of :func:`qbmm_epilogue_kernel`: acc rows read, output rows written, per block."""
-    td = tr.tiling
-    m, n = td.matmulTiling.M, td.matmulTiling.N
-    ap = AccessPattern(tr.block_dim)
-    for name, arr in buffers:
-        ap.gm(name, arr.size, arr.dtype, output=(name == "y"))
-    core, tile, b, r0, rows, c0, cols = block_table(tr)
-    if core.size:
-        rep = rows
-        rc = np.repeat(core, rep)
-        rt = np.repeat(tile, rep)
-        first_row = np.repeat(r0, rep)
-        offs = np.arange(int(rep.sum())) - np.repeat(np.cumsum(rep) - rep, rep)
-        row = np.repeat(b, rep) * m + first_row + offs
-        start = row * n + np.repeat(c0, rep)
-        stop = start + np.repeat(cols, rep)
-        acc_name = "acc_i32" if buffers[0][1].size else "acc_f32"
-        ap.read(acc_name, rc, rt, start, stop)
-        ap.write("y", rc, rt, start * out_itemsize, stop * out_itemsize)
-    ub_bytes = 8 * td.params.ubCalcM * td.params.ubCalcN
-    ap.ub(np.arange(tr.block_dim), -1, ub_bytes)
-    return ap

@@ -19,9 +19,10 @@ from npu_emu.dtypes import scalar
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend import as_array, is_torch_tensor, resolve_dtype
 from npu_emu.kernels.quant_matmul.routing import TensorDesc
+from npu_emu.kernels.quant_matmul.switches import CHOICES
 
-FP4_ORDERS = ("low_first", "high_first")
-E8M0_ZERO = ("pow2", "zero")
+FP4_ORDERS = CHOICES["fp4_nibble_order"]
+E8M0_ZERO = CHOICES["e8m0_zero"]
 
 # significant bits of each float format (bounds the exactness of the float64 GEMMs in accum.py)
 SIG_BITS = {"float8_e4m3fn": 4, "float8_e5m2": 3, "hifloat8": 4, "float4_e2m1": 2, "float4_e1m2": 3}

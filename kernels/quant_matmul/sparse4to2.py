@@ -8,7 +8,7 @@ aclnn_trans_sparse4to2_para.cpp`` for the compression format,
 Flow: checks (CANN order and codes) -> tiling (base block 128 x 256, or 256 x 256 with a 256 KB L0C) ->
 decompression of the NZ-placed kept values with the 4-bit codes (what the cube's sparse B path selects) -> the
 exact int32 cube (accum.int_matmul) -> the per-core AIV epilogue ``f32(acc)·sparseWeightScale[n]·xScale[m] + bias``
--> bf16 (CAST_RINT). The epilogue is the V3 mix-path kernel (kernel.qbmm_epilogue_kernel): the same vector chain.
+-> bf16 (CAST_RINT). The epilogue is the V3 mix-path kernel (launch.qbmm_epilogue_kernel): the same vector chain.
 
 Public names (re-exported by the lead): ``OPS_EXPORTS``, ``ACLNN_EXPORTS``.
 """
@@ -34,9 +34,12 @@ from npu_emu.frontend import (
 )
 from npu_emu.kernels.quant_matmul import accum, kernel
 from npu_emu.kernels.quant_matmul import tiling as tiling_mod
+from npu_emu.kernels.quant_matmul.launch import launch_epilogue
+from npu_emu.kernels.quant_matmul.switches import CHOICES, DEFAULTS, Switches
+from npu_emu.kernels.quant_matmul.weight_nz import NzWeight
 
 OP = "Sparse4to2QuantMatmul"
-CAST_OVERFLOW = ("inf", "saturate")
+CAST_OVERFLOW = CHOICES["cast_overflow"]
 LAST_DIM_LIMIT = 65535
 SPARSE_WEIGHT_RATIO = 0.625      # the tiling cost model's weight traffic relative to dense (informational)
 
@@ -184,8 +187,6 @@ def _bad(msg):
 
 def _sparse_storage(sw, name, origin):
     """sparseWeight: an NzWeight (storage + view shape) or its bare 4-D FRACTAL_NZ storage -> (storage, view)."""
-    from npu_emu.kernels.quant_matmul.api import NzWeight
-
     if isinstance(sw, NzWeight):
         return as_array(sw.storage, name, origin=origin), tuple(sw.shape)
     arr = as_array(sw, name, origin=origin)
@@ -286,8 +287,6 @@ def sparse4to2_tiling(m, n, k, soc, core_num=None):
 
 
 def _compute(a, soc, cast_overflow, core_num, validate=True):
-    from npu_emu.kernels.quant_matmul.api import Switches, _launch_epilogue
-
     m, n = a.out_shape
     k = a.x.shape[1]
     check_memory(m * n * 6 + n * k * 2 + m * k, f"{OP} output, workspace and dense weight")
@@ -298,7 +297,7 @@ def _compute(a, soc, cast_overflow, core_num, validate=True):
     bias = np.empty((0, 0), np.float32) if a.bias is None else \
         np.ascontiguousarray(a.bias.astype(np.float32).reshape(1, n))
     y8 = np.empty(m * n * 2, np.uint8)
-    report = _launch_epilogue(tr, acc, None, sw, a.w_scale, a.x_scale, np.empty((0, 0), np.int32), bias,
+    report = launch_epilogue(tr, acc, None, sw, a.w_scale, a.x_scale, np.empty((0, 0), np.int32), bias,
                               np.empty(0, np.int32), y8, kernel.OUT_BF16)
     import ml_dtypes
 
@@ -313,7 +312,8 @@ def _compute(a, soc, cast_overflow, core_num, validate=True):
 
 
 def sparse4to2_quant_matmul(x, sparse_weight, index, x_scale, sparse_weight_scale, bias=None, *,
-                            soc="ascend910b2", cast_overflow="inf", core_num=None, validate=True, trace=False):
+                            soc=DEFAULTS["soc"], cast_overflow=DEFAULTS["cast_overflow"], core_num=DEFAULTS["core_num"],
+                            validate=DEFAULTS["validate"], trace=False):
     """y (m, n) bf16 = bf16(f32(f32(f32(acc)·sparse_weight_scale[n])·x_scale[m]) + bias[n]), acc = x @ Wᵀ exact.
 
     ``sparse_weight`` / ``index``: what :func:`trans_sparse4to2_para` returns (or an NzWeight with view (n, k/2)).
@@ -329,8 +329,9 @@ def sparse4to2_quant_matmul(x, sparse_weight, index, x_scale, sparse_weight_scal
 
 
 def aclnnSparse4to2QuantMatmulWeightNzGetWorkspaceSize(x, sparseWeight, index, xScale, sparseWeightScale,
-                                                       biasOptional, out, *, soc="ascend910b2",
-                                                       cast_overflow="inf", core_num=None):
+                                                       biasOptional, out, *, soc=DEFAULTS["soc"],
+                                                       cast_overflow=DEFAULTS["cast_overflow"],
+                                                       core_num=DEFAULTS["core_num"]):
     """-> (status, workspace_size, executor). sparseWeight: the FRACTAL_NZ storage (or an NzWeight)."""
 
     def build():

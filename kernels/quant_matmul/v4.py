@@ -1,6 +1,6 @@
 """QuantBatchMatmulV4 modes: host tiling and compute (docs/ops/quant_matmul.md §7.4, §7.7, §7.8, §10).
 
-Registered in ``api.V4_KERNELS`` (importing this module does it), so aclnnQuantMatmulV5 / WeightNz and
+Registered in ``api.V4_KERNELS`` (api.py calls :func:`register`), so aclnnQuantMatmulV5 / WeightNz and
 npu_quant_matmul reach them after the checks. Implemented:
 * "A8W8-perblock" - int8 G-B -> bf16, A2/A3 (``quant_batch_matmul_v4_perblock.h``, bias first) and 950 per-tile
   (``matmul/common/cmct/epilogue/block_epilogue_pertile.h``, bias last);
@@ -8,7 +8,7 @@ npu_quant_matmul reach them after the checks. Implemented:
 * "A8W4-int" - int8 x int32-packed int4 "MSD" on A2/A3 with the fp16 workspace (``quant_batch_matmul_v4_msd.h``).
 * "A8W4-float" - fp8-e4m3 x fp4 on 950: T-CG (``quant_batch_matmul_v4_vf.h`` weight prologue + Fixpipe yScale) and
   MxA8W4 (the golden formula; the Blaze library is not in ops-nn).
-FRACTAL_NZ weights (WeightNz, api.NzWeight, 4-bit storage included) are read back to their ND layout first: the
+FRACTAL_NZ weights (WeightNz, weight_nz.NzWeight, 4-bit storage included) are read back to their ND layout first: the
 layout changes where the cube finds an element, not its value.
 
 Tiling: v4_tiling.py fills the real V4 TilingData struct of each template (the MSD, A2 per-block, 950 BasicAPI,
@@ -27,12 +27,17 @@ per-core step kernels that walk the tiling's base blocks. Both apply the same fl
 import ml_dtypes
 import numpy as np
 
+from npu_emu import platforms
+from npu_emu.dtypes import scalar
 from npu_emu.errors import ACLNN_ERR_INNER_FIND_KERNEL_ERROR, ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend import Trace, check_memory
-from npu_emu.kernels.quant_matmul import kernel, operands, routing, v4_kernel
+from npu_emu.kernels.quant_matmul import accum, kernel, operands, routing, v4_kernel
 from npu_emu.kernels.quant_matmul import v4_tiling as v4t
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
+from npu_emu.kernels.quant_matmul.launch import launch_epilogue, rmode
 from npu_emu.kernels.quant_matmul.operands import int_values, logical
+from npu_emu.kernels.quant_matmul.v3 import float_cube
+from npu_emu.kernels.quant_matmul.weight_nz import nz_to_storage_nd
 from npu_emu.launch import launch
 
 PER_BLOCK = v4t.PER_BLOCK
@@ -42,8 +47,6 @@ GROUP_BATCH_BYTES = 256 << 20      # the cube results of one batch of k groups (
 
 
 def _arch(soc):
-    from npu_emu import platforms
-
     return platforms.get(soc).npu_arch
 
 
@@ -55,19 +58,15 @@ def _two_dim(a, mode):
 
 
 def _rmode_sat(sw):
-    from npu_emu.kernels.quant_matmul.api import _rmode
-
-    return _rmode(sw), int(sw.cast_overflow == "saturate")
+    return rmode(sw), int(sw.cast_overflow == "saturate")
 
 
 def _finish(tr, acc, sw, s1, bias_f, out_dtype, m, n):
     """The last vector steps (·x1Scale, +bias) and the output cast: the shared V3 epilogue kernel."""
-    from npu_emu.kernels.quant_matmul.api import _launch_epilogue
-
     out_code = kernel.OUT_CODES[out_dtype]
     y8 = np.empty(m * n * 2, np.uint8)
     bias = np.empty((0, 0), np.float32) if bias_f is None else np.ascontiguousarray(bias_f, np.float32).reshape(1, n)
-    report = _launch_epilogue(tr, acc, None, sw, np.empty(0, np.float32),
+    report = launch_epilogue(tr, acc, None, sw, np.empty(0, np.float32),
                               np.empty(0, np.float32) if s1 is None else s1, np.empty((0, 0), np.int32), bias,
                               np.empty(0, np.int32), y8, out_code)
     y = y8.view(np.float16 if out_dtype == "float16" else ml_dtypes.bfloat16).reshape(m, n)
@@ -289,9 +288,7 @@ def _x2_nd(ops, a, sw):
     """An NZ weight -> its ND storage layout (the cube reads both the same way; values do not change)."""
     if ops["x2"].desc.fmt != "NZ":
         return ops
-    from npu_emu.kernels.quant_matmul.api import _nz_to_storage_nd
-
-    return dict(ops, x2=_nz_to_storage_nd(ops["x2"], a.transpose_x2, sw.fp4_nibble_order))
+    return dict(ops, x2=nz_to_storage_nd(ops["x2"], a.transpose_x2, sw.fp4_nibble_order))
 
 
 def _fp4_codes(op, order):
@@ -315,10 +312,8 @@ def compute_a8w4_float(res, ops, sw, user_tiling=None, block_dim=None):
     base_k = ep.tiling.matmulTiling.baseK
     notes = [f"float_accum {sw.float_accum}"]
     if a.x1_scale is not None:                                   # MxA8W4: the V3 MX cube on the same operands
-        from npu_emu.kernels.quant_matmul.api import _float_cube
-
         plan = routing.QuantPlan("MX", "float", "mx", "cube", a.out.dtype)
-        acc = _float_cube(plan, a, ops["x1"], ops["x2"], ops, sw, ep, m, n, k, 1, notes).reshape(-1)
+        acc = float_cube(plan, a, ops["x1"], ops["x2"], ops, sw, ep, m, n, k, 1, notes).reshape(-1)
         bias = None if ops.get("bias") is None else operands.scale_values(ops["bias"]).reshape(-1)
         y, report = _finish(ep, acc, sw, None, bias, a.out.dtype, m, n)
         notes.append("Blaze MatmulWithWeightQuantMx internals undocumented: the golden formula "
@@ -329,21 +324,16 @@ def compute_a8w4_float(res, ops, sw, user_tiling=None, block_dim=None):
     s_op = ops["x2_scale"]
     sv = s_op.data if a.transpose_x2 else np.swapaxes(s_op.data, -1, -2)          # (n, G)
     scale_bits = np.ascontiguousarray(sv).view(np.uint16).reshape(-1)
-    from npu_emu.kernels.quant_matmul.api import _rmode
-
     cfg = np.zeros(v4_kernel.TCG_LEN, np.int64)
     cfg[v4_kernel.TCG_G] = sv.shape[1]
     cfg[v4_kernel.TCG_SCALE_F16] = int(s_op.dtype == "float16")
-    cfg[v4_kernel.TCG_RMODE] = _rmode(sw)
+    cfg[v4_kernel.TCG_RMODE] = rmode(sw)
     cfg[v4_kernel.TCG_SAT] = int(sw.cast_overflow == "saturate")
     cfg[v4_kernel.TCG_FP8_SAT] = int(sw.tcg_fp8_overflow == "saturate")
     w3 = np.empty(k * n, np.uint8)
     launch(v4_kernel.tcg_weight_kernel, tr.block_dim, tr.tiling, codes, scale_bits, w3, cfg, ub_size=tr.ub_size,
            validate=False)
-    from npu_emu.dtypes import scalar as _scalar
-    from npu_emu.kernels.quant_matmul import accum
-
-    w3v = _scalar.DECODE_TABLES["float8_e4m3fn"][w3].astype(np.float64).reshape(k, n)
+    w3v = scalar.DECODE_TABLES["float8_e4m3fn"][w3].astype(np.float64).reshape(k, n)
     x1v = logical(operands.float_values(ops["x1"]), a.transpose_x1)
     acc = accum.float_matmul(x1v, w3v, operands.SIG_BITS[a.x1.dtype], operands.SIG_BITS["float8_e4m3fn"],
                              float_accum=sw.float_accum, base_k=base_k)
@@ -357,9 +347,7 @@ def compute_a8w4_float(res, ops, sw, user_tiling=None, block_dim=None):
 
 def _finish_scaled(tr, acc, sw, s2, out_dtype, m, n):
     """The Fixpipe f32(acc·s2[n]) and the output cast: the shared V3 epilogue kernel."""
-    from npu_emu.kernels.quant_matmul.api import _launch_epilogue
-
     y8 = np.empty(m * n * 2, np.uint8)
-    report = _launch_epilogue(tr, acc, None, sw, s2, np.empty(0, np.float32), np.empty((0, 0), np.int32),
+    report = launch_epilogue(tr, acc, None, sw, s2, np.empty(0, np.float32), np.empty((0, 0), np.int32),
                               np.empty((0, 0), np.float32), np.empty(0, np.int32), y8, kernel.OUT_CODES[out_dtype])
     return y8.view(np.float16 if out_dtype == "float16" else ml_dtypes.bfloat16).reshape(m, n), report

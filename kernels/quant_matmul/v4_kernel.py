@@ -15,7 +15,7 @@ the thread count or the core split.
 * :func:`msd_group_kernel` - A8W4 MSD, one k group: Fixpipe fp32 -> fp16 and the fp16 atomic add into the
   workspace (quant_batch_matmul_v4_msd.h).
 * :func:`msd_combine_kernel` - A8W4 MSD, the AIV combine ``16·H + L + yOffset`` per token.
-The final ``·x1Scale`` / ``+bias`` and the output cast are kernel.qbmm_epilogue_kernel (the same vector chain).
+The final ``·x1Scale`` / ``+bias`` and the output cast are launch.qbmm_epilogue_kernel (the same vector chain).
 
 The default (fast) path runs the same per-element chains fused over several k groups: ``*_fused_kernel`` take the
 cube results of groups ``j0 .. j0 + gb - 1`` at once (``parts`` (gb, rows, N)) and walk independent output tiles

@@ -530,7 +530,7 @@ def blocks(td):
 
 def epilogue_tiling(tr, soc, core_num=None, block_dim=None):
     """The QuantBatchMatmulV3TilingData view of a V4 tiling that the shared V3 epilogue kernel and cube helpers read
-    (kernel.qbmm_epilogue_kernel walks ``matmulTiling`` / ``tileL2cacheTiling`` and the UB tile of ``params``).
+    (launch.qbmm_epilogue_kernel walks ``matmulTiling`` / ``tileL2cacheTiling`` and the UB tile of ``params``).
 
     The device runs these steps inside the V4 kernel on the V4 struct; npu-emu reuses the V3 vector epilogue, so it
     hands it the V4 blocks in V3 form: the same N / baseN / baseK, and for MSD the token rows (baseM / 2 per block,

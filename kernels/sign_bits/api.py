@@ -22,7 +22,7 @@ from npu_emu.frontend import (
     to_user,
     write_out,
 )
-from npu_emu.kernels.sign_bits import checks, kernel, tiling as tiling_mod
+from npu_emu.kernels.sign_bits import checks, launch, tiling as tiling_mod
 
 DEFAULT_SOC = "ascend910b2"
 
@@ -67,7 +67,7 @@ def _tiling_result(op, n, name, soc, core_num, ub_size, tiling, block_dim, size=
         host = tiling_mod.pack_tiling_950 if family == "950" else tiling_mod.pack_tiling
         cls = tiling_mod.SignBitsPackTilingData950 if family == "950" else tiling_mod.SignBitsPackTilingData
     tr = _user_tiling(tiling, cls, host(n, name, soc=soc, core_num=core_num, ub_size=ub_size, **extra))
-    return kernel.with_block_dim(tr, block_dim)
+    return launch.with_block_dim(tr, block_dim)
 
 
 def _unpack(x, size, out_name, soc, core_num, ub_size, tiling, block_dim, validate, faithful=False):
@@ -80,7 +80,7 @@ def _unpack(x, size, out_name, soc, core_num, ub_size, tiling, block_dim, valida
     check_memory(8 * n * np.dtype(out_dtype).itemsize, "SignBitsUnpack output")
     y = np.empty(8 * n, out_dtype)
     tr = memo.call(_tiling_result, "unpack", n, out_name, soc, core_num, ub_size, tiling, block_dim, size)
-    overruns = kernel.run_unpack(x, y, tr, family, validate=validate, faithful=faithful)
+    overruns = launch.run_unpack(x, y, tr, family, validate=validate, faithful=faithful)
     return y.reshape(size, -1), tr, overruns
 
 
@@ -94,7 +94,7 @@ def _pack(x, size, in_name, soc, core_num, ub_size, nan_bit, denormal_compare, t
     y = np.empty(packed, np.uint8)
     tr = memo.call(_tiling_result, "pack", n, in_name, soc, core_num, ub_size, tiling, block_dim)
     bits = x.view(np.uint16 if in_name == "float16" else np.uint32)
-    overruns = kernel.run_pack(bits, y, tr, family, nan_bit=nan_bit, ftz=(denormal_compare == "ftz"),
+    overruns = launch.run_pack(bits, y, tr, family, nan_bit=nan_bit, ftz=(denormal_compare == "ftz"),
                                validate=validate)
     return y.reshape(size, -1), tr, overruns
 

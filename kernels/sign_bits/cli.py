@@ -73,7 +73,7 @@ def _add_tiling(p):
 
 
 def _tiling(op, a):
-    from npu_emu.kernels.sign_bits import checks, kernel, tiling
+    from npu_emu.kernels.sign_bits import checks, launch, tiling
 
     fam = checks.soc_family(a.soc)
     fn = {("unpack", "910b"): tiling.unpack_tiling, ("unpack", "950"): tiling.unpack_tiling_950,
@@ -88,7 +88,7 @@ def _tiling(op, a):
     print("struct bytes:", tr.tiling.to_bytes().hex())
     for note in tr.notes:
         print("note:", note)
-    split = kernel.core_split(op, tr, fam, a.n)
+    split = launch.core_split(op, tr, fam, a.n)
     print(f"{'core':>5} {'start':>14} {'length':>12} {'tiles':>6} {'tail':>8}")
     rows = split if a.cores or len(split) <= 8 else split[:3] + [None] + split[-3:]
     for row in rows:

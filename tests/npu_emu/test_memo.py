@@ -21,7 +21,7 @@ from npu_emu.goldens import sign_bits as g_sign
 from npu_emu.kernels.mx_quant import api as mx_api
 from npu_emu.kernels.mx_quant import tiling as mx_tiling
 from npu_emu.kernels.quant_matmul import tiling as qmm_tiling
-from npu_emu.kernels.sign_bits import kernel as sign_kernel
+from npu_emu.kernels.sign_bits import launch as sign_launch
 from npu_emu.kernels.sign_bits.tiling import SignBitsUnpackTilingData
 
 RNG = np.random.default_rng(20240611)
@@ -198,13 +198,13 @@ GOOD3 = dict(smallCoreDataNum=320, bigCoreDataNum=384, finalBigTileNum=3, finalS
 def launches(monkeypatch):
     """How many kernels sign_bits launched (the real launch runs; the count only watches it)."""
     count = []
-    real = sign_kernel.launch
+    real = sign_launch.launch
 
     def counting(*args, **kwargs):
         count.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sign_kernel, "launch", counting)
+    monkeypatch.setattr(sign_launch, "launch", counting)
     return count
 
 

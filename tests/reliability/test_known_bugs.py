@@ -75,7 +75,7 @@ def test_grouped_mx_aclnn_empty_x_leaves_mxscale_untouched(v2):
     assert (s == 0xA5).all(), s.ravel()
 
 
-# fixed: the 910B pack checks the last tile of the last core (kernel.pack_tiling_problems): a lastCalcLength
+# fixed: the 910B pack checks the last tile of the last core (launch.pack_tiling_problems): a lastCalcLength
 # that is not a whole number of CompareScalar repeats, or a lastCopyLength short of the rest of x, is a 561002
 # naming that core and tile
 @pytest.mark.parametrize("field", ["lastCalcLength", "lastCopyLength"])
@@ -98,7 +98,7 @@ def test_pack_910b_short_last_tile_is_rejected(field):
 
 
 # fixed: tileDataNum must be a positive multiple of 32 bytes (DataCopy granularity, aligned UB buffers):
-# kernel.unpack_tiling_problems refuses 191 with 561002 before the kernel builds its UB views
+# launch.unpack_tiling_problems refuses 191 with 561002 before the kernel builds its UB views
 def test_unpack_910b_odd_tile_is_rejected_by_validation():
     import dataclasses
 

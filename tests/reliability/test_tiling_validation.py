@@ -265,7 +265,7 @@ def test_950_long_totalNum_is_out_of_bounds(op):
 
 
 # fixed: the last tile of the last core must fit the tile buffer (lastCopyLength padded to 32 bytes and
-# lastCalcLength <= tileDataNum): kernel.pack_tiling_problems
+# lastCalcLength <= tileDataNum): launch.pack_tiling_problems
 def test_pack_910b_last_tile_longer_than_tile_is_rejected():
     assert _child("pack910b_last_tile_longer_than_tile") == "RESULT aclnn 561002"
 

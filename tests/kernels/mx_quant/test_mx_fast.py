@@ -24,7 +24,7 @@ import pytest
 from numba import njit
 
 from npu_emu.dtypes.scalar import CAST_RINT
-from npu_emu.kernels.mx_quant import api, kernel as K
+from npu_emu.kernels.mx_quant import api, kernel as K, launch as L
 
 # BF16 bits of every reciprocal _scale returns: 2^(127 - code) for codes 0..253 (code 0 gives 2^127: legacy tiny
 # blocks, RCEIL code 0), 2^-127 for code 254, NaN for code 255, and 0 for flushed blocks
@@ -34,13 +34,13 @@ DSTS = (K.D_E4M3, K.D_E5M2, K.D_E2M1, K.D_E1M2)
 
 
 def _fast(dst):
-    """The kernel module specialised for ``dst`` on the vectorised path (kernel.device)."""
-    return K.device(dst, K.M_FAST)
+    """The kernel module specialised for ``dst`` on the vectorised path (launch.device)."""
+    return L.device(dst, K.M_FAST)
 
 
 def _enc_one(dst):
     """The per-element transliteration for ``dst`` (the path ``faithful=True`` takes)."""
-    return K.device(dst, K.M_ELEMENT)._enc_one
+    return L.device(dst, K.M_ELEMENT)._enc_one
 
 
 _REFERENCES = {}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from npu_emu.errors import AclnnError
-from npu_emu.kernels.mx_quant import api, kernel, tiling
+from npu_emu.kernels.mx_quant import api, launch, tiling
 
 
 def ut_words(tr):
@@ -81,14 +81,14 @@ def test_process_base_split():
     # core 2 {3}; the rotating offset becomes 4 % 3 = 1, so group 1 starts at core 1: core 1 {0, 1}, core 2 {2},
     # core 0 {3}.
     tr = tiling.grouped_tiling(200, 256, 2, x_dtype="bfloat16", y_dtype="float8_e4m3fn", core_num=3)
-    tab = kernel.grouped_tile_table(tr.tiling, np.array([100, 200], np.int32), tr.block_dim)
+    tab = launch.grouped_tile_table(tr.tiling, np.array([100, 200], np.int32), tr.block_dim)
     got = {c: [(int(g), int(b)) for cc, _, g, _, _, b in tab if cc == c] for c in range(3)}
     assert got == {0: [(0, 0), (0, 1), (1, 3)], 1: [(0, 2), (1, 0), (1, 1)], 2: [(0, 3), (1, 2)]}
 
 
 def test_access_pattern_covers_y_once():
     tr = tiling.grouped_tiling(333, 300, 5, x_dtype="bfloat16", y_dtype="float4_e2m1", core_num=7)
-    ap = kernel.grouped_access(tr.tiling, np.array([10, 75, 75, 200, 333], np.int32), 333, 300, True, 7)
+    ap = launch.grouped_access(tr.tiling, np.array([10, 75, 75, 200, 333], np.int32), 333, 300, True, 7)
     from npu_emu.validate import validate
 
     assert validate(ap, ub_size=tr.ub_size).ok
@@ -122,7 +122,7 @@ def test_row_records_cover_what_the_tiles_touch(seed):
     rows = [(core[i], first[i] + r * pitch) for i in range(k) for r in range(count[i])]
     want = coverage([c for c, _ in rows], [a for _, a in rows],
                     [a + width[i] for i in range(k) for a in first[i] + pitch * np.arange(count[i])])
-    c, t, a, b = kernel._expand_rows(core, tile, first, count, pitch, width)
+    c, t, a, b = launch._expand_rows(core, tile, first, count, pitch, width)
     assert (coverage(c, a, b) == want).all()
     assert len(c) <= len(rows)
     for cc, tt, aa in zip(c, t, a):
@@ -141,7 +141,7 @@ def test_row_records_cover_what_the_tiles_touch(seed):
 def test_tiles_join_only_into_rectangles_within_the_pitch(widths, counts, joined):
     widths, counts = np.array(widths), np.array(counts)
     first = np.concatenate(([0], np.cumsum(widths)[:-1]))
-    _, tile, f, c, w = kernel._join_tiles(np.zeros(3, np.int64), np.arange(3), first, counts, 300, widths)
+    _, tile, f, c, w = launch._join_tiles(np.zeros(3, np.int64), np.arange(3), first, counts, 300, widths)
     assert list(zip(f.tolist(), c.tolist(), w.tolist())) == joined
     assert tile.tolist() == [int(np.flatnonzero(first == a)[0]) for a, _, _ in joined]
 
@@ -198,7 +198,7 @@ def test_dynamic_units_cover_every_block_pair(shape, axis, bs):
     assert count.max() - count.min() <= 1 and td.usedCoreNum <= 56
     assert td.pairChunk * td.pairChunkNum >= td.pairNum and td.postChunk * td.postChunkNum >= td.postAxisSize
     assert any("not reproduced" in n for n in tr.notes)
-    access = kernel.dynamic_access(td, True, "bfloat16")
+    access = launch.dynamic_access(td, True, "bfloat16")
     from npu_emu.validate import validate
 
     assert validate(access, ub_size=tr.ub_size).ok

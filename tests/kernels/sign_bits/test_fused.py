@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from npu_emu.goldens import sign_bits as golden
-from npu_emu.kernels.sign_bits import kernel, tiling
+from npu_emu.kernels.sign_bits import launch, tiling
 
 CASES = [  # (n, core_num, ub_size): which branch of docs/ops/sign_bits.md §2 each one takes is asserted below
     (64, None, None),                # one block: one core, one tile
@@ -27,7 +27,7 @@ def test_fused_equals_faithful(n, core_num, ub_size, dtype):
     ys = []
     for faithful in (True, False):
         y = np.full(8 * n, 7, out)                     # a value neither kernel writes
-        kernel.run_unpack(x, y, tr, "910b", faithful=faithful)
+        launch.run_unpack(x, y, tr, "910b", faithful=faithful)
         ys.append(y.view(np.uint16 if dtype == "float16" else np.uint32))
     np.testing.assert_array_equal(ys[0], ys[1])
     np.testing.assert_array_equal(ys[1], golden.sign_bits_unpack(x, 1, dtype).reshape(-1).view(ys[1].dtype))

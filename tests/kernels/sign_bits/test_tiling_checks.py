@@ -1,5 +1,5 @@
 """User tiling data the SignBits kernels cannot honour is refused with AclnnError 561002 before any kernel runs, with a
-message naming the field, the core, the tile and the element range (kernel.unpack_tiling_problems /
+message naming the field, the core, the tile and the element range (launch.unpack_tiling_problems /
 pack_tiling_problems and the access patterns built from the tiling fields, not from the input length).
 
 Every case starts from the host tiling of the input (which passes, test_host_tilings_pass) and changes one field.
