@@ -907,6 +907,10 @@ def _check_a8w4_params(a, soc, is_int):
     if is_int:
         al = 2 if a.x2_scale.ndim == 1 else 256
         _need(k1 % al == 0, f"{api}: the k dim must be aligned to {al}, got {k1}")
+    elif a.x1.dtype != "float8_e4m3fn":
+        # CheckA8W4KDim: isA8W4FloatTCG / isA8W4FloatMx require x1 FLOAT8_E4M3FN; an E5M2 x1 (accepted by
+        # CheckBasicInputDtypes for both modes) falls through to the generic 64 alignment
+        _need(k1 % 64 == 0, f"{api}: the k dim must be align to 64, which is {k1}")
     elif a.x1_scale is None:
         _need(k1 % 32 == 0 and k1 > 32, f"{api}: The value of k must be aligned to 32 and greater than 32 for T-CG "
                                          f"quantization, got {k1}")

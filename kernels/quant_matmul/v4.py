@@ -330,17 +330,18 @@ def compute_a8w4_float(res, ops, sw, user_tiling=None, block_dim=None):
     cfg[v4_kernel.TCG_RMODE] = rmode(sw)
     cfg[v4_kernel.TCG_SAT] = int(sw.cast_overflow == "saturate")
     cfg[v4_kernel.TCG_FP8_SAT] = int(sw.tcg_fp8_overflow == "saturate")
+    cfg[v4_kernel.TCG_E5M2] = int(a.x1.dtype == "float8_e5m2")     # the weight is cast to xType, x1's format
     w3 = np.empty(k * n, np.uint8)
     launch(v4_kernel.tcg_weight_kernel, tr.block_dim, tr.tiling, codes, scale_bits, w3, cfg, ub_size=tr.ub_size,
            validate=False)
-    w3v = scalar.DECODE_TABLES["float8_e4m3fn"][w3].astype(np.float64).reshape(k, n)
+    w3v = scalar.DECODE_TABLES[a.x1.dtype][w3].astype(np.float64).reshape(k, n)
     x1v = logical(operands.float_values(ops["x1"]), a.transpose_x1)
-    acc = accum.float_matmul(x1v, w3v, operands.SIG_BITS[a.x1.dtype], operands.SIG_BITS["float8_e4m3fn"],
+    acc = accum.float_matmul(x1v, w3v, operands.SIG_BITS[a.x1.dtype], operands.SIG_BITS[a.x1.dtype],
                              float_accum=sw.float_accum, base_k=base_k)
     acc = np.ascontiguousarray(acc, np.float32).reshape(-1)
     y_scale = np.ascontiguousarray(tqp.deq_scale(ops["y_scale"].data).reshape(-1), np.float32)
     y, report = _finish_scaled(ep, acc, sw, y_scale, a.out.dtype, m, n)
-    notes.append("weight: fp4 x group scale in bf16/fp16, then E4M3FN (tcg_fp8_overflow "
+    notes.append(f"weight: fp4 x group scale in bf16/fp16, then x1's format {a.x1.dtype} (tcg_fp8_overflow "
                  f"{sw.tcg_fp8_overflow}); Fixpipe f32(S * t19(yScale))")
     return y, _trace(res, tr, sw, "T-CG", notes, report)
 

@@ -292,19 +292,21 @@ def msd_combine_kernel(block_dim, td, ub_size, ws, y_offset, y):
 
 
 # cfg of tcg_weight_kernel
-TCG_G, TCG_SCALE_F16, TCG_RMODE, TCG_SAT, TCG_FP8_SAT, TCG_LEN = 0, 1, 2, 3, 4, 5
+TCG_G, TCG_SCALE_F16, TCG_RMODE, TCG_SAT, TCG_FP8_SAT, TCG_E5M2, TCG_LEN = 0, 1, 2, 3, 4, 5, 6
 
 
 @njit(inline="always", cache=True, error_model="numpy")
-def _tcg_weight(code, scale_bits, scale_f16, rmode, sat, fp8_sat):
+def _tcg_weight(code, scale_bits, scale_f16, rmode, sat, fp8_sat, e5m2):
     """One weight: fp4 -> bf16 (exact; -> fp16 exact too), times the group scale IN bf16/fp16 (the exact
-    product rounded once), then Cast to E4M3FN with CAST_RINT (NO_SAT: overflow -> NaN; ``fp8_sat``: ±448 with
-    NaN kept)."""
+    product rounded once), then Cast to xType, x1's format (``e5m2``: FLOAT8_E5M2, else FLOAT8_E4M3FN), with
+    CAST_RINT (NO_SAT: overflow -> NaN in E4M3FN, ±Inf in E5M2; ``fp8_sat``: the largest finite value, NaN kept)."""
     w1 = scalar.decode_fp4_e2m1(code)
     if scale_f16:
         w2 = scalar.f16_to_f32(scalar.f32_to_f16(w1 * scalar.f16_to_f32(scale_bits), rmode, sat))
     else:
         w2 = scalar.bf16_to_f32(scalar.f32_to_bf16(w1 * scalar.bf16_to_f32(scale_bits), rmode, sat))
+    if e5m2:
+        return scalar.encode_e5m2(w2, fp8_sat, True)
     return scalar.encode_e4m3fn(w2, fp8_sat, True)
 
 
@@ -313,8 +315,8 @@ def tcg_weight_kernel(block_dim, td, ub_size, codes, scale_bits, w3, cfg):
     """The T-CG weight prologue (AntiquantW4Pergroup32NK / ...KN on the AIVs): every core converts the columns
     of its n blocks (block j -> core j % blockDim) over all of k, group by group of 32.
 
-    codes: fp4 codes of the logical (K, N) weight, flat uint8; scale_bits: (N, G) bf16/fp16 bits; w3: the E4M3FN
-    codes of the dequantised weight, flat (K, N)."""
+    codes: fp4 codes of the logical (K, N) weight, flat uint8; scale_bits: (N, G) bf16/fp16 bits; w3: the codes
+    of the dequantised weight in x1's format (cfg[TCG_E5M2]), flat (K, N)."""
     cube = td.matmulTiling
     n = cube.N
     k = cube.Ka
@@ -324,6 +326,7 @@ def tcg_weight_kernel(block_dim, td, ub_size, codes, scale_bits, w3, cfg):
     rmode = cfg[TCG_RMODE]
     sat = cfg[TCG_SAT] != 0
     fp8_sat = cfg[TCG_FP8_SAT] != 0
+    e5m2 = cfg[TCG_E5M2] != 0
     n_blocks = _cdiv(n, base_n)
     for core in prange(block_dim):
         for nb in range(np.int64(core), n_blocks, block_dim):
@@ -334,4 +337,4 @@ def tcg_weight_kernel(block_dim, td, ub_size, codes, scale_bits, w3, cfg):
                 base = kk * n
                 for c in range(c0, c1):
                     w3[base + c] = _tcg_weight(codes[base + c], scale_bits[c * g + grp], scale_f16, rmode, sat,
-                                               fp8_sat)
+                                               fp8_sat, e5m2)

@@ -505,9 +505,13 @@ def _sparse_epilogue(acc, x_scale, weight_scale, bias, cast_overflow):
 
 def t_cg(x1, x2, x2_scale, y_scale_words, *, out_dtype, float_accum="exact", base_k=128, tcg_fp8_overflow="nan",
          fixpipe_round="rne", cast_overflow="inf"):
-    """fp8-e4m3 x fp4 with per-(column, 32-group) weight scales (docs/ops/quant_matmul.md §7.6). x1 (m, k)
-    float8_e4m3fn; x2 (k, n) exact fp4 values; x2_scale (n, ⌈k/32⌉) as bfloat16 or float16 (its dtype is the
-    multiply's dtype); y_scale_words U64 (n,) or (1, n)."""
+    """fp8 x fp4 with per-(column, 32-group) weight scales (docs/ops/quant_matmul.md §7.6). x1 (m, k)
+    float8_e4m3fn or float8_e5m2, the format the weight is cast to (the kernel's xType); x2 (k, n) exact fp4
+    values; x2_scale (n, ⌈k/32⌉) as bfloat16 or float16 (its dtype is the multiply's dtype); y_scale_words U64
+    (n,) or (1, n)."""
+    fmt = np.asarray(x1).dtype
+    if fmt not in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):
+        raise ValueError(f"t_cg: x1 must be float8_e4m3fn or float8_e5m2, got {fmt}")
     a = np.asarray(x1).astype(np.float64)
     w1 = np.asarray(x2).astype(np.float32)
     k, n = w1.shape
@@ -521,8 +525,9 @@ def t_cg(x1, x2, x2_scale, y_scale_words, *, out_dtype, float_accum="exact", bas
         else:
             w2 = to_bf16(prod, fixpipe_round, cast_overflow).astype(np.float32)
         if tcg_fp8_overflow == "saturate":
-            w2 = np.where(np.isnan(w2), w2, np.clip(w2, -448.0, 448.0)).astype(np.float32)
-        w3 = w2.astype(ml_dtypes.float8_e4m3fn).astype(np.float64)                 # RNE, overflow -> NaN
+            big = float(ml_dtypes.finfo(fmt).max)                                   # 448 (E4M3FN), 57344 (E5M2)
+            w2 = np.where(np.isnan(w2), w2, np.clip(w2, -big, big)).astype(np.float32)
+        w3 = w2.astype(fmt).astype(np.float64)              # RNE, overflow -> NaN (E4M3FN) or Inf (E5M2)
     acc = float_cube(a, w3, float_accum, base_k)
     y = (acc * deq_scale(y_scale_words).reshape(1, n)).astype(np.float32)
     return cast_out(y, out_dtype, fixpipe_round, cast_overflow)

@@ -7,6 +7,7 @@ import numba
 import numpy as np
 import pytest
 
+from npu_emu.errors import AclnnError
 from npu_emu.frontend import recent_error
 from npu_emu.goldens import quant_matmul as golden
 from npu_emu.kernels.quant_matmul import api
@@ -423,6 +424,96 @@ def test_mxa8w4_random_vs_golden(m, k, n, with_bias, out):
                                bias_dtype=None if bias is None else out)
     same(y, want)
     assert tr.quant_mode == "MxA8W4"
+
+
+# --- A8W4 float with an E5M2 x1 (issue 41) ------------------------------------------------------------------------
+# aclnnQuantMatmulV5 accepts x1 FLOAT8_E5M2 for T-CG and MxA8W4 (CheckBasicInputDtypes: {E4M3FN, E5M2}); its
+# CheckA8W4KDim names T-CG and MX for an E4M3FN x1 only, so an E5M2 x1 takes the generic k % 64 check. The T-CG
+# kernel casts the dequantised weight to xType, x1's format (quant_batch_matmul_v4_vf.h), as the V4 golden does.
+
+E5M2 = ml_dtypes.float8_e5m2
+
+
+@pytest.mark.parametrize("fmt, want", [(E5M2, 1.0), (E4M3, 1.125)])
+def test_tcg_weight_takes_x1_format(fmt, want):
+    # fp4 3.0 x scale 0.375 = 1.125 (exact in bf16): E4M3 holds 1.125 (3 mantissa bits); in E5M2 it lies halfway
+    # between 1.0 and 1.25 and rounds to the even 1.0. x1 = one 1.0 and yScale 1.0 give that weight as the output.
+    k, n = 64, 8
+    x1 = np.zeros((1, k), fmt)
+    x1[0, 0] = 1.0
+    w = np.full((n, k), 3.0, np.float32).astype(FP4)
+    y = tcg(x1, w, np.full((n, 2), 0.375, BF16), npu_trans_quant_param(np.ones(n, np.float32)).reshape(1, n),
+            "bfloat16")
+    assert np.array_equal(bits(y), np.full((1, n), want, BF16).view(np.uint16))
+
+
+@pytest.mark.parametrize("sdt, out", [(BF16, "bfloat16"), (np.float16, "float16")])
+def test_tcg_e5m2_random_vs_golden(sdt, out):
+    rng = np.random.default_rng(41)
+    m, k, n = 5, 128, 24
+    x1 = rng.normal(0, 3, (m, k)).astype(E5M2)
+    w = rng.choice(FP4_VALUES, (n, k)).astype(FP4)
+    s = rng.uniform(0.01, 4, (n, k // 32)).astype(sdt)
+    ys = npu_trans_quant_param(rng.uniform(0.5, 1.5, n).astype(np.float32)).reshape(1, n)
+    y, tr = tcg(x1, w, s, ys, out, trace=True)
+    base_k = tr.tiling_data["matmulTiling"]["baseK"]
+    same(y, golden.t_cg(x1, w.T.astype(np.float32), s, ys, out_dtype=out, base_k=base_k))
+    assert tr.quant_mode == "T-CG"
+
+
+def test_tcg_e5m2_overflow_switch():
+    # fp4 6 x scale 16384 = 98304 > 57344: E5M2 NO_SAT gives Inf weights (the zeros of x1 times Inf make the sums
+    # NaN); "saturate" gives 57344 (E4M3FN would give NaN / 448)
+    k, n = 64, 8
+    x1 = np.zeros((1, k), E5M2)
+    x1[0, 0] = 1.0
+    w = np.full((n, k), 6.0, np.float32).astype(FP4)
+    s = np.full((n, 2), 16384, BF16)
+    ys = npu_trans_quant_param(np.ones(n, np.float32)).reshape(1, n)
+    assert np.all(np.isnan(tcg(x1, w, s, ys, "bfloat16").astype(np.float32)))
+    y = tcg(x1, w, s, ys, "bfloat16", tcg_fp8_overflow="saturate")
+    assert np.all(y.astype(np.float32) == 57344.0)
+    same(y, golden.t_cg(x1, w.T.astype(np.float32), s, ys, out_dtype="bfloat16", tcg_fp8_overflow="saturate"))
+
+
+@pytest.mark.parametrize("fmt, k, ok", [(E4M3, 96, True), (E5M2, 96, False), (E5M2, 192, True)])
+def test_tcg_k_alignment_by_x1_format(fmt, k, ok):
+    n = 8
+    x1 = np.ones((2, k), fmt)
+    w = np.ones((n, k), np.float32).astype(FP4)
+    call = lambda: tcg(x1, w, np.ones((n, k // 32), BF16), npu_trans_quant_param(np.ones(n, np.float32)).reshape(1, n),
+                       "bfloat16")
+    if ok:
+        assert call().shape == (2, n)
+    else:
+        with pytest.raises(AclnnError) as e:
+            call()
+        assert e.value.status == 161002 and f"the k dim must be align to 64, which is {k}" in str(e.value)
+
+
+@pytest.mark.parametrize("fmt, k, ok", [(E4M3, 32, True), (E5M2, 32, False), (E5M2, 64, True)])
+def test_mxa8w4_e5m2_x1(fmt, k, ok):
+    # MxA8W4 applies the E8M0 scales to x1 and the fp4 weight as they are: x1's format needs no cast
+    rng = np.random.default_rng(k)
+    m, n = 3, 8
+    g = k // 32
+    p = -(-g // 2)
+    x1 = rng.normal(0, 3, (m, k)).astype(fmt)
+    w = rng.choice(FP4_VALUES, (n, k)).astype(FP4)
+    s1 = rng.integers(120, 134, (m, p, 2)).astype(np.uint8)
+    s2 = rng.integers(120, 134, (n, p, 2)).astype(np.uint8)
+    call = lambda: npu_quant_matmul(x1, pack_fp4(w).T, s2, pertoken_scale=s1, x2_dtype="float4_e2m1",
+                                    scale_dtype="float8_e8m0", pertoken_scale_dtype="float8_e8m0",
+                                    output_dtype=BF16, group_sizes=[1, 1, 32], soc=A5)
+    if not ok:
+        with pytest.raises(AclnnError) as e:
+            call()
+        assert e.value.status == 161002 and f"the k dim must be align to 64, which is {k}" in str(e.value)
+        return
+    want = golden.quant_matmul(x1, w.T, s2.reshape(n, -1)[:, :g].T, x1_dtype=np.dtype(fmt).name,
+                               x2_dtype="float4_e2m1", scale_dtype="float8_e8m0", out_dtype="bfloat16",
+                               x1_scale=s1.reshape(m, -1)[:, :g])
+    same(call(), want)
 
 
 # --- fused fast path vs the per-core step kernels (faithful=True) -----------------------------------------------
