@@ -78,7 +78,7 @@ from npu_emu.dtypes.vector import (
     e5m2_pow2_normal32,
     e5m2_pow2_normal_cols32,
 )
-from npu_emu.jit_options import PARALLEL
+from npu_emu.device.jit_options import PARALLEL
 from npu_emu.kernels.mx_quant.common import (  # noqa: F401  (the constants and helpers are part of this module's API)
     _0,
     _1,
@@ -126,8 +126,8 @@ from npu_emu.kernels.mx_quant.common import (  # noqa: F401  (the constants and 
     grouped_core_tiles,
     make_params,
 )
-from npu_emu.launch import ub_view
-from npu_emu.specialize import const, njit
+from npu_emu.device.launch import ub_view
+from npu_emu.device.specialize import const, njit
 
 # numba inlines (inline="always") the helpers that walk a row or a run and the element casts inside those loops
 # (a few call sites each per copy; their format constants and literal lengths must fold before LLVM's vectoriser

@@ -8,7 +8,7 @@ dynamic one npu-emu's unit decomposition (tiling.py) of quant/dynamic_mx_quant/o
 
 import numpy as np
 
-from npu_emu import memo
+from npu_emu.device import memo
 from npu_emu.dtypes.scalar import CAST_RINT
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.kernels.mx_quant import kernel
@@ -29,9 +29,9 @@ from npu_emu.kernels.mx_quant.common import (
 )
 from npu_emu.kernels.mx_quant.kernel import M_ELEMENT, M_FAITHFUL, M_FAST
 from npu_emu.kernels.mx_quant.tiling import dynamic_ub_bytes, grouped_ub_bytes, unit_ranges
-from npu_emu.launch import checked_access, launch
-from npu_emu.specialize import load
-from npu_emu.validate import MAX_BLOCK_DIM, MAX_TILES, AccessPattern
+from npu_emu.device.launch import checked_access, launch
+from npu_emu.device.specialize import load
+from npu_emu.device.validate import MAX_BLOCK_DIM, MAX_TILES, AccessPattern
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -16,9 +16,9 @@ njit instead of the exact BLAS primitive), ``validate``.
 
 import numpy as np
 
-from npu_emu import memo
+from npu_emu.device import memo
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
-from npu_emu.frontend import (
+from npu_emu.frontend.core import (
     Executor,
     Origin,
     as_array,

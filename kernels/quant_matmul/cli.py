@@ -127,7 +127,7 @@ def _add_golden(p):
 
 
 def _golden(a):
-    from npu_emu.goldens import quant_matmul as g
+    from npu_emu.kernels.quant_matmul import golden as g
 
     os.makedirs(a.out, exist_ok=True)
     rng = np.random.default_rng(a.seed)

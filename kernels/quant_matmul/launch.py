@@ -8,9 +8,9 @@ import numpy as np
 from npu_emu.dtypes import scalar
 from npu_emu.kernels.quant_matmul import kernel
 from npu_emu.kernels.quant_matmul.tiling import block_coords
-from npu_emu.launch import checked_access, launch
-from npu_emu.specialize import load
-from npu_emu.validate import AccessPattern
+from npu_emu.device.launch import checked_access, launch
+from npu_emu.device.specialize import load
+from npu_emu.device.validate import AccessPattern
 
 
 def rmode(sw):

@@ -8,8 +8,8 @@ data and a frozen dataclass: importing this module loads neither numba nor the k
 
 from dataclasses import dataclass
 
-from npu_emu import memo, platforms
-from npu_emu.frontend import as_int, choice
+from npu_emu.device import memo, platforms
+from npu_emu.frontend.core import as_int, choice
 
 DEFAULTS = {
     "soc": "ascend910b2",

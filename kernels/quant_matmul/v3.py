@@ -9,15 +9,15 @@ steps.
 
 import numpy as np
 
-from npu_emu import memo, platforms
+from npu_emu.device import memo, platforms
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import Trace, as_int, check_memory, storage_dtype
+from npu_emu.frontend.core import Trace, as_int, check_memory, storage_dtype
 from npu_emu.kernels.quant_matmul import accum, kernel, operands, routing, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul.launch import launch_epilogue
 from npu_emu.kernels.quant_matmul.operands import float_values, int_values, logical
 from npu_emu.kernels.quant_matmul.weight_nz import nz_to_storage_nd
-from npu_emu.launch import launch
+from npu_emu.device.launch import launch
 
 MX_GROUP = 32
 

@@ -27,10 +27,10 @@ per-core step kernels that walk the tiling's base blocks. Both apply the same fl
 import ml_dtypes
 import numpy as np
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.dtypes import scalar
 from npu_emu.errors import ACLNN_ERR_INNER_FIND_KERNEL_ERROR, ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import Trace, check_memory
+from npu_emu.frontend.core import Trace, check_memory
 from npu_emu.kernels.quant_matmul import accum, kernel, operands, routing, v4_kernel
 from npu_emu.kernels.quant_matmul import v4_tiling as v4t
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
@@ -38,7 +38,7 @@ from npu_emu.kernels.quant_matmul.launch import launch_epilogue, rmode
 from npu_emu.kernels.quant_matmul.operands import int_values, logical
 from npu_emu.kernels.quant_matmul.v3 import float_cube
 from npu_emu.kernels.quant_matmul.weight_nz import nz_to_storage_nd
-from npu_emu.launch import launch
+from npu_emu.device.launch import launch
 
 PER_BLOCK = v4t.PER_BLOCK
 A4W4_GROUP = v4t.A4W4_GROUP

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import as_array, resolve_dtype
+from npu_emu.frontend.core import as_array, resolve_dtype
 from npu_emu.kernels.quant_matmul import operands
 from npu_emu.kernels.quant_matmul.operands import Operand
 from npu_emu.kernels.quant_matmul.routing import TensorDesc

@@ -31,8 +31,8 @@ from npu_emu.ascendc.constants import (
 )
 from npu_emu.ascendc.datacopy import DataCopy, DataCopyPad
 from npu_emu.ascendc.vector import Duplicate, Or
-from npu_emu.jit_options import PARALLEL
-from npu_emu.launch import ub_view
+from npu_emu.device.jit_options import PARALLEL
+from npu_emu.device.launch import ub_view
 
 _KJ = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 

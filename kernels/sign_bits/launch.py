@@ -27,8 +27,8 @@ from npu_emu.kernels.sign_bits.kernel import (
     sign_bits_unpack_fused,
 )
 from npu_emu.kernels.sign_bits.tiling import PACK950_SLOT
-from npu_emu.launch import checked_access, launch
-from npu_emu.validate import AccessPattern, tile_ranges
+from npu_emu.device.launch import checked_access, launch
+from npu_emu.device.validate import AccessPattern, tile_ranges
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from npu_emu.errors import AclnnError
-from npu_emu.frontend import recent_error
-from npu_emu.goldens import quant_matmul as golden
+from npu_emu.frontend.core import recent_error
+from npu_emu.kernels.quant_matmul import golden as golden
 from npu_emu.kernels.quant_matmul import api
 from npu_emu.kernels.quant_matmul.api import npu_quant_matmul, npu_trans_quant_param
 
