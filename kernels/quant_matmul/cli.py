@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from npu_emu.cli import parse_shape, read_bin, write_bin, write_case
+from npu_emu.frontend.binfile import parse_shape, read_bin, write_bin, write_case
 from npu_emu.kernels.quant_matmul.switches import CHOICES, DEFAULTS
 
 _SWITCHES = tuple(("--" + name.replace("_", "-"), DEFAULTS[name], CHOICES[name])
