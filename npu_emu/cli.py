@@ -27,6 +27,7 @@ CLI_MODULES = (
     "npu_emu.kernels.mx_quant.cli",
     "npu_emu.kernels.quant_matmul.cli",
     "npu_emu.kernels.data_copy_dequant.cli",
+    "npu_emu.kernels.dynamic_quant.cli",
 )
 
 # Formats npu-emu encodes/decodes (docs/conventions.md §5: aclDataType codes) and how a .bin file stores them.
