@@ -140,6 +140,18 @@ def _smooth_index(group, group_num, real_row, gv, start):
 @njit(**_FN)
 def _row(x, y, scale, offset, r, L, buf, tmp, ti, tu, sm, has_smooth, scalar_div, recip, inter16, div_model):
     """One row of the 1-row-at-a-time keys (0/1, 2/3, 7, 10, 100)."""
+    if not FAITHFUL and not ASYM and XDT == DT_BF16 and DST == DT_INT8 and not has_smooth:
+        m = rq.row_absmax_bf16(x, r * L, L)          # straight from the bf16 codes (no float32 row stored)
+        q, s = _scale(m, scalar_div, recip, div_model)
+        scale[r] = s
+        rq.quant_row_sym_bf16(x, r * L, L, q, y, r * L)
+        return
+    if not FAITHFUL and not ASYM:
+        m = rq.load_row_absmax(buf, x, r * L, L, XDT, sm, has_smooth)
+        q, s = _scale(m, scalar_div, recip, div_model)
+        scale[r] = s
+        rq.quant_row_sym(buf, L, q, y, r * L, DST, ti)
+        return
     _load(buf, x, r * L, L, sm, has_smooth)
     if ASYM:
         mx, mn = rq.row_minmax(buf, L, tmp)
@@ -148,7 +160,10 @@ def _row(x, y, scale, offset, r, L, buf, tmp, ti, tu, sm, has_smooth, scalar_div
         offset[r] = o
         _quant_asym(buf, L, back, o, y, r * L, inter16, ti, tu)
     else:
-        m = _absmax(buf, L, tmp)
+        if FAITHFUL:
+            m = rq.row_absmax_faithful(buf, L, tmp)
+        else:
+            m = rq.row_absmax(buf, L)
         q, s = _scale(m, scalar_div, recip, div_model)
         scale[r] = s
         _quant_sym(buf, L, q, y, r * L, inter16, ti, tu)

@@ -29,7 +29,9 @@ that a fused caller never compiles the instruction layer:
   (* smooth[:n]). ``x_bits`` are the uint16 bits of half (``xdt`` = DT_FLOAT16) or bf16 (DT_BF16); ``smooth`` is
   float32 (already cast; any float32 array when ``has_smooth`` is False).
 * ``row_absmax_faithful(src, n, tmp)`` / ``row_absmax(src, n)`` -> float32 max |src[:n]| (NaN: the first NaN,
-  sign cleared).
+  sign cleared). ``load_row_absmax(dst, x_bits, x_off, n, xdt, smooth, has_smooth)``: the two fused in one pass.
+  ``row_absmax_bf16(x_bits, x_off, n)`` / ``quant_row_sym_bf16(x_bits, x_off, n, q, out, out_off)``: bf16 rows
+  without smooth, int8 out, straight from the bf16 codes (no float32 row stored; the fastest path).
 * ``row_minmax(src, n, tmp)`` -> (max, min) with ReduceMax / ReduceMin's order rules (one form).
 * ``sym_scale[_faithful](m, c, q_mode, div_model, scale_mode)`` -> (q, stored scale). ``q_mode`` Q_VECTOR_DIV /
   Q_SCALAR_DIV, ``div_model`` DIV_IEEE / DIV_RECIP_MUL (npu_emu.ascendc.constants; the vector Div only: the
@@ -89,7 +91,7 @@ EPSILON = np.float32(1e-12)           # DYNAMIC_QUANT_EPSINON (a float constexpr
 __all__ = [
     "Q_VECTOR_DIV", "Q_SCALAR_DIV", "SCALE_MAX_TIMES_INV", "SCALE_RECIP_Q", "DIV_IEEE", "DIV_RECIP_MUL",
     "SYM_INT8", "SYM_INT4", "ASYM_RANGE_INT8", "ASYM_OFFSET_INT8", "ASYM_RANGE_INT4", "ASYM_OFFSET_INT4", "EPSILON",
-    "load_row_f32", "load_row_f32_faithful", "row_absmax", "row_absmax_faithful", "row_minmax", "sym_scale",
+    "load_row_f32", "load_row_f32_faithful", "load_row_absmax", "row_absmax_bf16", "quant_row_sym_bf16", "row_absmax", "row_absmax_faithful", "row_minmax", "sym_scale",
     "sym_scale_faithful", "asym_scale", "quant_row_sym", "quant_row_sym_faithful", "quant_row_asym",
     "quant_row_asym_faithful", "cast_chain_code", "sym_const", "asym_consts", "vector_div_scalar",
 ]
@@ -117,15 +119,75 @@ def load_row_f32_faithful(dst, x_bits, x_off, n, xdt, smooth, has_smooth):
 def load_row_f32(dst, x_bits, x_off, n, xdt, smooth, has_smooth):
     """Fused :func:`load_row_f32_faithful`."""
     du = dst.view(np.uint32)
+    xr = x_bits[x_off:x_off + n]           # (sliced: a range index needs no negative-index check, so LLVM vectorises)
     if xdt == DT_BF16:
         for i in range(n):
-            du[i] = np.uint32(x_bits[x_off + i]) << np.uint32(16)
+            du[i] = np.uint32(xr[i]) << np.uint32(16)
     else:
         for i in range(n):
-            dst[i] = f16_to_f32(x_bits[x_off + i])
+            dst[i] = f16_to_f32(xr[i])
     if has_smooth:
         for i in range(n):
             dst[i] = dst[i] * smooth[i]
+
+
+@njit(**_J)
+def load_row_absmax(dst, x_bits, x_off, n, xdt, smooth, has_smooth):
+    """Fused load_row_f32 + row_absmax in one pass: dst[:n] = f32(x) (* smooth); returns max |dst[:n]|."""
+    du = dst.view(np.uint32)
+    m = np.uint32(0)
+    if xdt == DT_BF16 and not has_smooth:
+        xr = x_bits[x_off:x_off + n]
+        for i in range(n):
+            u = np.uint32(xr[i]) << np.uint32(16)
+            du[i] = u
+            a = u & np.uint32(0x7FFFFFFF)
+            m = a if a > m else m
+    else:
+        load_row_f32(dst, x_bits, x_off, n, xdt, smooth, has_smooth)
+        for i in range(n):
+            a = du[i] & np.uint32(0x7FFFFFFF)
+            m = a if a > m else m
+    if m > np.uint32(0x7F800000):
+        m = _first_nan_abs(dst, n)
+    return np.array([m], dtype=np.uint32).view(np.float32)[0]
+
+
+@njit(**_J)
+def row_absmax_bf16(x_bits, x_off, n):
+    """max |x| of a bf16 row without smooth, on the 16-bit codes (bf16 -> float32 is exact and order-preserving on
+    magnitudes): the value load_row_absmax returns, without writing the float32 row."""
+    m = np.uint16(0)
+    xr = x_bits[x_off:x_off + n]
+    for i in range(n):
+        a = xr[i] & np.uint16(0x7FFF)
+        m = a if a > m else m
+    if m > np.uint16(0x7F80):
+        for i in range(n):
+            if (xr[i] & np.uint16(0x7FFF)) > np.uint16(0x7F80):
+                m = xr[i] & np.uint16(0x7FFF)
+                break
+    return np.array([np.uint32(m) << np.uint32(16)], dtype=np.uint32).view(np.float32)[0]
+
+
+@njit(**_J)
+def quant_row_sym_bf16(x_bits, x_off, n, q, out, out_off):
+    """quant_row_sym for a bf16 row without smooth and an int8 output, reading the bf16 codes again (the float32
+    row is never stored)."""
+    q = np.float32(q)
+    o = out[out_off:out_off + n].view(np.int8)
+    xr = x_bits[x_off:x_off + n]
+    for i in range(n):
+        v = _bf16_f32(xr[i]) * q
+        v = v if v == v else np.float32(0.0)
+        v = np.float32(127.0) if v > np.float32(127.0) else v
+        v = np.float32(-128.0) if v < np.float32(-128.0) else v
+        o[i] = np.int8(np.rint(v))
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _bf16_f32(b):
+    return np.uint32(np.uint32(b) << np.uint32(16)).view(np.float32)
 
 
 @njit(**_J)
@@ -239,6 +301,18 @@ def _chain_faithful(src, n, out, out_off, inter, dst, tmp_i32, tmp_u16):
 
 
 @njit(**_J)
+def _pack_int4(codes, n, out, out_off):
+    """int8 codes -> nibbles, element 2i in the low nibble (an odd tail keeps the other nibble)."""
+    base = out_off // 2
+    ob = out[base:base + n // 2]
+    for j in range(n // 2):
+        ob[j] = np.uint8((np.uint8(codes[2 * j]) & np.uint8(0xF)) | (np.uint8(codes[2 * j + 1]) << np.uint8(4)))
+    if n & 1:
+        k = base + n // 2
+        out[k] = np.uint8((out[k] & np.uint8(0xF0)) | (np.uint8(codes[n - 1]) & np.uint8(0xF)))
+
+
+@njit(**_J)
 def _chain_fused(src, n, out, out_off, dst, tmp_i32):
     if dst == DT_INT4:
         hi = np.float32(7.0)
@@ -254,13 +328,7 @@ def _chain_fused(src, n, out, out_off, dst, tmp_i32):
             v = hi if v > hi else v
             v = lo if v < lo else v
             codes[i] = np.int8(np.rint(v))
-        base = out_off // 2
-        for j in range(n // 2):
-            out[base + j] = np.uint8((np.uint8(codes[2 * j]) & np.uint8(0xF))
-                                     | (np.uint8(codes[2 * j + 1]) << np.uint8(4)))
-        if n & 1:
-            k = base + n // 2
-            out[k] = np.uint8((out[k] & np.uint8(0xF0)) | (np.uint8(codes[n - 1]) & np.uint8(0xF)))
+        _pack_int4(codes, n, out, out_off)
     else:
         o = out[out_off:out_off + n].view(np.int8)
         for i in range(n):
@@ -280,11 +348,26 @@ def quant_row_sym_faithful(src, n, q, out, out_off, inter, dst, tmp_i32, tmp_u16
 
 @njit(**_J)
 def quant_row_sym(src, n, q, out, out_off, dst, tmp_i32):
-    """Fused :func:`quant_row_sym_faithful` (any intermediate: the codes do not depend on it)."""
+    """Fused :func:`quant_row_sym_faithful` (any intermediate: the codes do not depend on it); ``src`` is left
+    unchanged (the faithful form multiplies it in place)."""
     q = np.float32(q)
+    if dst == DT_INT4:
+        codes = tmp_i32.view(np.int8)
+        for i in range(n):
+            v = src[i] * q
+            v = v if v == v else np.float32(0.0)
+            v = np.float32(7.0) if v > np.float32(7.0) else v
+            v = np.float32(-8.0) if v < np.float32(-8.0) else v
+            codes[i] = np.int8(np.rint(v))
+        _pack_int4(codes, n, out, out_off)
+        return
+    o = out[out_off:out_off + n].view(np.int8)
     for i in range(n):
-        src[i] = src[i] * q
-    _chain_fused(src, n, out, out_off, dst, tmp_i32)
+        v = src[i] * q
+        v = v if v == v else np.float32(0.0)
+        v = np.float32(127.0) if v > np.float32(127.0) else v
+        v = np.float32(-128.0) if v < np.float32(-128.0) else v
+        o[i] = np.int8(np.rint(v))
 
 
 @njit(**_J)
