@@ -18,9 +18,9 @@ bit-identical to the default fused loops), ``tiling`` (a TilingResult to run ins
 
 import numpy as np
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import (
+from npu_emu.frontend.core import (
     Executor,
     Origin,
     as_array,

@@ -1,6 +1,6 @@
 """``npu-emu run|tiling dynamic_quant``: per-token dynamic quantization of a .bin activation."""
 
-from npu_emu.cli import read_bin, write_bin
+from npu_emu.frontend.binfile import read_bin, write_bin
 
 
 def _common(p):

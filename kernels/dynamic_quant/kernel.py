@@ -33,7 +33,7 @@ from numba import prange
 
 from npu_emu.ascendc.constants import DT_BF16, DT_INT4, DT_INT8, DT_INT16, DT_INT32
 from npu_emu.kernels.dynamic_quant import row_quant as rq
-from npu_emu.specialize import const, load, njit
+from npu_emu.device.specialize import const, load, njit
 
 FAITHFUL = const("FAITHFUL", False)
 XDT = const("XDT", DT_BF16)

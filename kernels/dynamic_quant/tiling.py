@@ -22,9 +22,9 @@ non-MoE keys run (group_index is then ignored; keys 100 and 10 are still exclude
 
 from dataclasses import dataclass
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.tiling_data import TilingData, TilingResult
+from npu_emu.device.tiling_data import TilingData, TilingResult
 
 DEFAULT_SOC = "ascend910b2"
 
