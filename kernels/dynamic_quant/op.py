@@ -31,6 +31,7 @@ OP = Op(
     ),
     cli="npu_emu.kernels.dynamic_quant.cli",
     configs="npu_emu.kernels.dynamic_quant.configs:CONFIGS",
+    demo="npu_emu.kernels.dynamic_quant.demo:CASES",
     golden="npu_emu.kernels.dynamic_quant.golden",
     compile_seconds=30,
 )
