@@ -173,10 +173,16 @@ def row_absmax_bf16(x_bits, x_off, n):
 @njit(**_J)
 def quant_row_sym_bf16(x_bits, x_off, n, q, out, out_off):
     """quant_row_sym for a bf16 row without smooth and an int8 output, reading the bf16 codes again (the float32
-    row is never stored)."""
+    row is never stored). ``q`` must come from this row's own abs max (c / m, either division model)."""
     q = np.float32(q)
     o = out[out_off:out_off + n].view(np.int8)
     xr = x_bits[x_off:x_off + n]
+    if q > np.float32(0.0) and q < np.float32(np.inf):
+        # q = c / m finite and > 0 means m, the row's abs max, is finite and > 0: every x is finite and
+        # |x * q| <= m * RN(c / m) <= c * (1 + 2^-23) < c + 0.5, so neither the NaN rule nor the clamp can act
+        for i in range(n):
+            o[i] = np.int8(np.rint(_bf16_f32(xr[i]) * q))
+        return
     for i in range(n):
         v = _bf16_f32(xr[i]) * q
         v = v if v == v else np.float32(0.0)
