@@ -18,3 +18,9 @@ PARALLEL = not SERIAL_KERNELS
 from npu_emu import cache_lock  # noqa: E402
 
 cache_lock.install()
+
+# ... and to let npu_emu's own functions load the kernels a wheel built with NPU_EMU_BUILD_KERNELS=1 ships
+# (npu_emu/shipped_kernels.py; other functions' cache loads are untouched)
+from npu_emu import shipped_kernels  # noqa: E402
+
+shipped_kernels.install()
