@@ -250,6 +250,13 @@ def main(ops=None, jobs=None, list_only=False, json_path=None, progress=True):
     print(f"npu-emu compile: {len(configs)} configurations of {fams} op famil{'ies' if fams > 1 else 'y'} in "
           f"{f'{workers} worker processes' if workers > 1 else 'this process'} "
           f"(an op family's configurations in one process); numba cache: {where[0]}", flush=True)
+    from npu_emu import shipped_kernels
+
+    man = shipped_kernels.manifest()
+    if man is not None:
+        reason = shipped_kernels.why_not(man)
+        print(f"shipped kernels ({man['configurations']} configurations for {man['magic'][1]}): "
+              + ("loaded instead of compiled" if reason is None else f"not used here: {reason}"), flush=True)
     t0 = time.perf_counter()
     results = run(configs, jobs, progress=progress)
     wall = time.perf_counter() - t0
