@@ -4,7 +4,7 @@ build switch that ships compiled kernels in the wheel.
 All metadata lives in pyproject.toml; setuptools' static ``packages`` list cannot glob mapped folders.
 
 ``NPU_EMU_BUILD_KERNELS=1 pip wheel --no-deps -w dist .`` compiles every ``npu-emu compile`` configuration for a
-portable x86-64 level (x86-64-v3) into the wheel (npu_emu/_kernel_cache, read by npu_emu/shipped_kernels.py), so its
+portable x86-64 level (x86-64-v3) into the wheel (npu_emu/_kernel_cache, read by npu_emu/device/shipped_kernels.py), so its
 first calls compile nothing. The compile runs in the Python that runs pip, with the numba, numpy and ml_dtypes
 installed there (pip's isolated build environment has none of them): install npu-emu's dependencies first. The
 cache files are tied to that numba and Python version; elsewhere calls compile as usual.
@@ -44,7 +44,7 @@ class BuildPyWithKernels(build_py):
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME")}
         env["PYTHONPATH"] = os.path.abspath(self.build_lib)
         jobs = os.environ.get("NPU_EMU_BUILD_JOBS", "")
-        rc = subprocess.call([sys.executable, "-m", "npu_emu.precompile", "--bundle", os.path.abspath(pkg)]
+        rc = subprocess.call([sys.executable, "-m", "npu_emu.cli.compile", "--bundle", os.path.abspath(pkg)]
                              + ([jobs] if jobs else []), env=env, cwd=os.path.abspath(self.build_lib))
         if rc != 0:
             raise SystemExit(f"NPU_EMU_BUILD_KERNELS=1: compiling the kernels failed (exit {rc}); the Python running "

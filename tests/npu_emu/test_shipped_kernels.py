@@ -1,7 +1,7 @@
-"""Kernels shipped in the wheel (npu_emu/shipped_kernels.py, setup.py NPU_EMU_BUILD_KERNELS=1).
+"""Kernels shipped in the wheel (npu_emu/device/shipped_kernels.py, setup.py NPU_EMU_BUILD_KERNELS=1).
 
 A bundle of two cheap configurations is built into a copy of this install's package, exactly as a wheel build
-does (npu_emu.precompile.build_bundle, for x86-64-v3), then that copy is moved to another path and made read-only
+does (npu_emu.cli.compile.build_bundle, for x86-64-v3), then that copy is moved to another path and made read-only
 (a site-packages the user cannot write): a fresh process with an empty NUMBA_CACHE_DIR runs the configurations and
 compiles nothing of npu_emu, while a user's own cached numba function in the same process is compiled, saved and
 loaded by numba exactly as without npu-emu. Where the bundle does not fit (a CPU feature the host lacks,
@@ -24,7 +24,7 @@ import textwrap
 import pytest
 
 import npu_emu
-from npu_emu import shipped_kernels as sk
+from npu_emu.device import shipped_kernels as sk
 
 CHEAP = ["sign_bits.unpack_f32", "codecs.encode_float8_e4m3fn"]
 
@@ -44,7 +44,8 @@ PROBE = textwrap.dedent("""
     import hashlib, json, sys
     import numpy as np
     from numba.core import event
-    from npu_emu import op_configs, shipped_kernels
+    from npu_emu.cli import op_configs
+    from npu_emu.device import shipped_kernels
 
     compiled = []
 
@@ -112,7 +113,7 @@ def bundle(tmp_path_factory):
     """A package copy with a bundle of CHEAP, moved to another path and made read-only: its site folder."""
     build = tmp_path_factory.mktemp("build")
     pkg = _package_copy(build)
-    from npu_emu.precompile import build_bundle
+    from npu_emu.cli.compile import build_bundle
 
     assert build_bundle(str(pkg), jobs=1, ops=CHEAP) == 0
     site = tmp_path_factory.mktemp("site-elsewhere")
@@ -212,7 +213,8 @@ def _installed_bundle():
 TIMED = textwrap.dedent("""
     import json, sys, time
     from numba.core import event
-    from npu_emu import op_configs, shipped_kernels
+    from npu_emu.cli import op_configs
+    from npu_emu.device import shipped_kernels
 
     compiled = []
 
@@ -251,7 +253,7 @@ def _timed(arg, tmp_path):
 
 def test_installed_bundle_every_configuration_compiles_nothing(tmp_path):
     man = _installed_bundle()
-    from npu_emu import op_configs
+    from npu_emu.cli import op_configs
 
     assert man["configurations"] == len(op_configs.CONFIGS)
     res = _timed("configs", tmp_path)

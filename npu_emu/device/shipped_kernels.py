@@ -73,11 +73,11 @@ def build_facts():
     from numba.core import config
     from numba.core.registry import cpu_target
 
-    from npu_emu.jit_options import SERIAL_KERNELS
-
+    # npu_emu.device.jit_options.SERIAL_KERNELS, read as it reads it (that module imports this one)
+    serial = os.environ.get("NPU_EMU_SERIAL_KERNELS", "0").strip() not in ("", "0")
     magic = cpu_target.target_context.codegen().magic_tuple()
     return {"numba": numba.__version__, "python": "%d.%d" % sys.version_info[:2], "magic": list(magic),
-            "opt": int(config.OPT), "boundscheck": bool(config.BOUNDSCHECK), "serial_kernels": SERIAL_KERNELS}
+            "opt": int(config.OPT), "boundscheck": bool(config.BOUNDSCHECK), "serial_kernels": serial}
 
 
 def why_not(man=None):

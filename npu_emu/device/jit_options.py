@@ -14,13 +14,13 @@ SERIAL_KERNELS = os.environ.get("NPU_EMU_SERIAL_KERNELS", "0").strip() not in ("
 PARALLEL = not SERIAL_KERNELS
 
 # Every module with cached kernels imports this one before it compiles anything: the place to make numba's cache
-# index safe for processes that compile at the same time (npu_emu/cache_lock.py says why).
-from npu_emu import cache_lock  # noqa: E402
+# index safe for processes that compile at the same time (npu_emu/device/cache_lock.py says why).
+from npu_emu.device import cache_lock  # noqa: E402
 
 cache_lock.install()
 
 # ... and to let npu_emu's own functions load the kernels a wheel built with NPU_EMU_BUILD_KERNELS=1 ships
-# (npu_emu/shipped_kernels.py; other functions' cache loads are untouched)
-from npu_emu import shipped_kernels  # noqa: E402
+# (npu_emu/device/shipped_kernels.py; other functions' cache loads are untouched)
+from npu_emu.device import shipped_kernels  # noqa: E402
 
 shipped_kernels.install()

@@ -1,14 +1,14 @@
-"""``npu-emu compile``: run the op configurations of :mod:`npu_emu.op_configs` so that numba compiles and caches
+"""``npu-emu compile``: run the op configurations of :mod:`npu_emu.cli.op_configs` so that numba compiles and caches
 every kernel they call, and report what was compiled and how long it took.
 
-Scheduling: one task per op family (per :func:`npu_emu.op_configs.schedule_group`: the two MX quantizer families
+Scheduling: one task per op family (per :func:`npu_emu.cli.op_configs.schedule_group`: the two MX quantizer families
 share one), ``jobs`` worker processes (spawned, so no numba state is inherited), each task's configurations in
 one worker, one after the other. Configurations of one family call the same kernels (often the same kernel with
 another signature); in two workers they would compile the same function twice at the same time, wasting a
-core, and before npu_emu/cache_lock.py two processes saving different signatures of one function could leave an
+core, and before npu_emu/device/cache_lock.py two processes saving different signatures of one function could leave an
 index entry pointing at the other signature's machine code (numba issues #4807, #10128). The lock makes
 concurrent saves safe for every npu_emu process; the grouping keeps the work from being done twice. Small helpers
-shared by every family (npu_emu.launch and ascendc overloads) can still be compiled by two workers at once: the
+shared by every family (npu_emu.device.launch and ascendc overloads) can still be compiled by two workers at once: the
 lock keeps that correct, and the later save of an identical entry simply replaces the first.
 
 What a configuration compiled comes from numba's "numba:compile" events (one per dispatcher compile, nested when
@@ -79,7 +79,7 @@ def _worker_init(queue):
 
 
 def _run_family(names):
-    from npu_emu import op_configs
+    from npu_emu.cli import op_configs
 
     results = []
     for name in names:
@@ -112,7 +112,7 @@ def cache_location():
 
 
 def _by_family(configs):
-    from npu_emu.op_configs import COST_HINT, schedule_group
+    from npu_emu.cli.op_configs import COST_HINT, schedule_group
 
     groups = {}
     for c in configs:
@@ -228,7 +228,7 @@ def report(results, wall, jobs, where, out=None):
 
 
 def main(ops=None, jobs=None, list_only=False, json_path=None, progress=True):
-    from npu_emu import op_configs
+    from npu_emu.cli import op_configs
 
     try:
         configs = op_configs.select(ops)
@@ -250,7 +250,7 @@ def main(ops=None, jobs=None, list_only=False, json_path=None, progress=True):
     print(f"npu-emu compile: {len(configs)} configurations of {fams} op famil{'ies' if fams > 1 else 'y'} in "
           f"{f'{workers} worker processes' if workers > 1 else 'this process'} "
           f"(an op family's configurations in one process); numba cache: {where[0]}", flush=True)
-    from npu_emu import shipped_kernels
+    from npu_emu.device import shipped_kernels
 
     man = shipped_kernels.manifest()
     if man is not None:
@@ -271,7 +271,7 @@ def main(ops=None, jobs=None, list_only=False, json_path=None, progress=True):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# the kernels shipped in a wheel (setup.py, NPU_EMU_BUILD_KERNELS=1; npu_emu/shipped_kernels.py loads them)
+# the kernels shipped in a wheel (setup.py, NPU_EMU_BUILD_KERNELS=1; npu_emu/device/shipped_kernels.py loads them)
 # ---------------------------------------------------------------------------------------------------------------
 
 # numba switches that change the machine code without changing its cache key: never inherited by the bundle's build
@@ -288,7 +288,7 @@ def build_bundle(pkg_dir, jobs=None, out=None, ops=None):
     import subprocess
     import tempfile
 
-    from npu_emu import shipped_kernels as sk
+    from npu_emu.device import shipped_kernels as sk
 
     out = sys.stdout if out is None else out
     pkg_dir = os.path.abspath(pkg_dir)
@@ -307,7 +307,7 @@ def build_bundle(pkg_dir, jobs=None, out=None, ops=None):
                 "assert npu_emu.__file__.startswith(sys.argv[1]), npu_emu.__file__\n"
                 "from npu_emu.cli import main\n"
                 "rc = main(sys.argv[2:])\n"
-                "from npu_emu.shipped_kernels import build_facts\n"
+                "from npu_emu.device.shipped_kernels import build_facts\n"
                 "print('FACTS ' + json.dumps(build_facts()))\n"
                 "sys.exit(rc)\n")
         print(f"npu-emu: compiling every op configuration for {sk.PORTABLE_CPU} into the wheel", file=out, flush=True)
@@ -358,7 +358,7 @@ def _collect(cache, pkg_dir, dest):
     return n_files, n_bytes
 
 
-if __name__ == "__main__":   # python -m npu_emu.precompile --bundle PKG_DIR [JOBS]: what setup.py runs
+if __name__ == "__main__":   # python -m npu_emu.cli.compile --bundle PKG_DIR [JOBS]: what setup.py runs
     if len(sys.argv) >= 3 and sys.argv[1] == "--bundle":
         sys.exit(build_bundle(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None))
-    sys.exit("usage: python -m npu_emu.precompile --bundle PKG_DIR [JOBS]")
+    sys.exit("usage: python -m npu_emu.cli.compile --bundle PKG_DIR [JOBS]")
