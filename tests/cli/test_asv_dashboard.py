@@ -119,6 +119,7 @@ def _published_dashboard(tmp_path):
         _run(asv + ["run", "--python=same", "--quick", f"--set-commit-hash={head}", "--machine", "box"], proj)
     _run(asv + ["publish"], proj)
     html = proj / ".asv" / "html"
+    shutil.copytree(html, tmp_path / "as_published")      # asv's own page, for the control below
     assert make_offline(str(html), str(VENDOR)) == []
     return html
 
@@ -166,6 +167,14 @@ def test_published_dashboard_renders_offline(tmp_path):
         assert "continental origin of swallow" not in graph
         assert "flot-base" in graph                      # flot drew its canvas: the graph is there
         assert "n" in graph and "mode" in graph          # the parameter selectors of the graph page
+    finally:
+        server.shutdown()
+    # control: asv's page as published, in the same offline browser, does not render (so the checks above can fail)
+    server = _serve(tmp_path / "as_published")
+    try:
+        raw = _browse(chromium, f"http://127.0.0.1:{server.server_address[1]}/index.html", tmp_path / "raw.png",
+                      tmp_path)
+        assert "continental origin of swallow" in raw and "bench_demo.Sweep.time_sum" not in raw
     finally:
         server.shutdown()
     for png in ("asv_grid.png", "asv_graph.png"):
