@@ -1,10 +1,10 @@
-"""Thread pools (issue 35, part 1): an op's time with numba's default thread count against one numba thread, for a sweep
-of int8 quant-matmul shapes (each of m, k, n in 16 ... 1024) and for every demo case at its --small shape.
+"""Thread pools (issue 35, part 1): an op's time with numba's default thread count against one numba thread, for a
+sweep of int8 quant-matmul shapes (each of m, k, n in 16 ... 1024) and for every demo case at its --small shape.
 
 An op alternating numpy's BLAS and numba's parallel loops used to make the two pools take turns on the cores
-(64x128x64 int8: 8 ms by default, 0.47 ms with NUMBA_NUM_THREADS=1). npu_emu.launch now keeps small GEMMs on the
-calling thread (host_matmul) and small parallel regions on the calling thread (serial_below); the trackers below
-hold it: default / one-thread median (goal <= 1.1), lower is better. The two settings are timed in one process,
+(64x128x64 int8: 8 ms by default, 0.47 ms with NUMBA_NUM_THREADS=1). npu_emu.device.launch now keeps small GEMMs
+on the calling thread (host_matmul) and small parallel regions on the calling thread (serial_below); the trackers
+below hold it: default / one-thread median (goal <= 1.1), lower is better. The two settings are timed in one process,
 interleaved (default, one thread, default, ...), medians of each, so that a load change on a shared box hits both;
 "one thread" is ``numba.set_num_threads(1)`` for the calling thread, what NUMBA_NUM_THREADS=1 gives the pool.
 """
@@ -71,7 +71,7 @@ class QuantMatmulSweep:
 
 
 def _demo_keys():
-    from npu_emu import demo
+    from npu_emu.cli import demo
 
     return list(demo.BUILDERS)
 
@@ -86,7 +86,7 @@ class DemoSmall:
     repeat = (3, 11, 30.0)
 
     def setup(self, key):
-        from npu_emu import demo
+        from npu_emu.cli import demo
 
         b = demo.BUILDERS[key]
         try:

@@ -1,5 +1,5 @@
 """`npu-emu bench --asv --record --publish` writes a dashboard that works without internet access
-(npu_emu.asv_dashboard): the CDN scripts and stylesheet of asv's pages point at copies from benchmarks/www/vendor/
+(npu_emu.cli.asv_dashboard): the CDN scripts and stylesheet of asv's pages point at copies from benchmarks/www/vendor/
 with integrity hashes of those copies, and a headless Chromium that cannot resolve any host renders the grid and a
 graph (the browser test runs only where a `chromium` binary exists; .ci/run installs it)."""
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from npu_emu.asv_dashboard import make_offline
+from npu_emu.cli.asv_dashboard import make_offline
 
 ROOT = Path(__file__).resolve().parents[2]
 VENDOR = ROOT / "benchmarks" / "www" / "vendor"

@@ -1,10 +1,10 @@
-"""npu_emu.goldens.hifloat8, the demo's HiF8 reference (plain numpy from docs/codecs.md §4): its decode table and
+"""npu_emu.dtypes.golden, the demo's HiF8 reference (plain numpy from docs/codecs.md §4): its decode table and
 ROUND encode against the spot values and thresholds of that page, en_dtypes (the suite's oracle) and the codec."""
 
 import numpy as np
 import pytest
 
-from npu_emu.goldens import hifloat8 as h
+from npu_emu.dtypes import golden as h
 
 # docs/codecs.md §4.4 "Spot values"
 SPOT = {0x08: 1.0, 0x09: 1.125, 0x0F: 1.875, 0x10: 2.0, 0x12: 2.5, 0x18: 0.5, 0x20: 4.0, 0x28: 8.0, 0x30: 0.25,
@@ -65,7 +65,7 @@ def test_demo_checks_hifloat8_without_en_dtypes(monkeypatch):
     """After the README's install (no en_dtypes) `npu-emu demo` runs and checks its HiF8 case instead of skipping."""
     import sys
 
-    from npu_emu import demo
+    from npu_emu.cli import demo
 
     monkeypatch.setitem(sys.modules, "en_dtypes", None)          # import en_dtypes now raises ImportError
     case = demo.BUILDERS["encode_hifloat8"].build((4096,), np.random.default_rng(0))

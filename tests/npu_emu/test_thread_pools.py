@@ -7,8 +7,8 @@ import numba
 import numpy as np
 import pytest
 
-from npu_emu import jit_options as J
-from npu_emu import launch as L
+from npu_emu.device import jit_options as J
+from npu_emu.device import launch as L
 from npu_emu.kernels.example.kernel import add_one_access
 from npu_emu.kernels.example.tiling import add_one_tiling
 

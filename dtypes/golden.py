@@ -1,4 +1,4 @@
-"""Plain-numpy HiFloat8 reference, written from docs/codecs.md §4.1-§4.5 (the demo's check of
+"""The codecs' golden: a plain-numpy HiFloat8 reference, written from docs/codecs.md §4.1-§4.5 (the demo's check of
 ``npu_emu.dtypes.encode(x, "hifloat8")`` on an install without en_dtypes).
 
 Never calls the codecs under test: the 256 values come from the field layout of §4.1/§4.3 in Python integers, and
