@@ -13,9 +13,9 @@ aclnn ``out`` keeps what it held (the kernel writes only the groups' rows).
 
 import numpy as np
 
-from npu_emu import memo
+from npu_emu.device import memo
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import (
+from npu_emu.frontend.core import (
     Executor,
     Origin,
     Trace,
@@ -84,15 +84,10 @@ def _weight_nd(w, origin):
 
 
 def _out_dtype(output_dtype, x_name):
+    """output_dtype: a numpy / torch dtype, a name or an aclDataType code (the npu_emu.ops convention; the torch
+    binding turns torch's ScalarType codes into dtypes first). None: x's dtype (int8 for the quant modes)."""
     if output_dtype is None:
-        return "int8" if x_name == "int8" else x_name
-    if isinstance(output_dtype, (int, np.integer)) and not isinstance(output_dtype, bool):
-        # torch ScalarType codes (the schema's int? output_dtype)
-        codes = {1: "int8", 3: "int32", 5: "float16", 6: "float32", 15: "bfloat16"}
-        if int(output_dtype) not in codes:
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"output_dtype={output_dtype} is not a dtype GMM can output; "
-                                                      f"use int8, int32, float16, bfloat16 or float32")
-        return codes[int(output_dtype)]
+        return x_name
     return resolve_dtype(output_dtype, "output_dtype")
 
 

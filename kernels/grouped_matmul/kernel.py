@@ -20,8 +20,8 @@ copy specialised for the same output type: one implementation of the chain.
 import numpy as np
 from numba import prange
 
-from npu_emu.jit_options import PARALLEL
-from npu_emu.specialize import const, load, njit
+from npu_emu.device.jit_options import PARALLEL
+from npu_emu.device.specialize import const, load, njit
 
 OUT = const("OUT")            # quant_matmul kernel OUT_* code of this copy
 ACC_INT = const("ACC_INT")
@@ -117,9 +117,18 @@ def _dequant_block(row0, rows, col0, cols, n, base_n, vec_m, acc_i, acc_f, s2, p
                 sc1 = pt[r] if use_pt else np.float32(1.0)
                 _dequant_row(acc_i, acc_f, r * n + c0, bias_i, bias_f, c0, s2, c0, sc1, use_pt, bias_i[:0], cfg,
                              work, out_u16, out_f32, out_i32, out_i8, 0, cn)
-                dst = (r * n + c0) * OSIZE
-                for b in range(cn * OSIZE):
-                    y8[dst + b] = o8[b]
+                dst = r * n + c0                                 # CopyOut (typed, element size OSIZE)
+                if OSIZE == 2:
+                    y16 = y8.view(np.uint16)
+                    for j in range(cn):
+                        y16[dst + j] = out_u16[j]
+                elif OSIZE == 4:
+                    y32 = y8.view(np.int32)
+                    for j in range(cn):
+                        y32[dst + j] = out_i32[j]
+                else:
+                    for j in range(cn):
+                        y8[dst + j] = o8[j]
 
 
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")

@@ -9,7 +9,7 @@ from npu_emu.dtypes import scalar
 from npu_emu.kernels.grouped_matmul import tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import accum
 from npu_emu.kernels.quant_matmul import kernel as qmm_kernel
-from npu_emu.specialize import load
+from npu_emu.device.specialize import load
 
 OUT_CODES = qmm_kernel.OUT_CODES
 

@@ -14,8 +14,8 @@ depth search (``CalcStepKaKb``, ``mm.GetTiling``), the A8W4 / A4W4 / A16W8-MSD t
 
 from dataclasses import dataclass, field
 
-from npu_emu import platforms
-from npu_emu.tiling_data import TilingData, TilingResult
+from npu_emu.device import platforms
+from npu_emu.device.tiling_data import TilingData, TilingResult
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.kernels.quant_matmul.tiling import TCubeTiling
 
