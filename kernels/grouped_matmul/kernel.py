@@ -134,7 +134,8 @@ def _dequant_block(row0, rows, col0, cols, n, base_n, vec_m, acc_i, acc_f, s2, p
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def gmm_epilogue_kernel(walk, group_m, group_row, acc_i, acc_f, scale, pt, bias_i, bias_f, cfg, y8):
     """GMMProcess::Process over the per-token / per-channel dequant of GMMQuantMixCoreCompute, every core a prange
-    iteration. acc_i / acc_f: the int32 / fp32 L0C results (M*N, the GM workspace; one is empty); scale (G, N) fp32 (bf16 scales widened exactly);
+    iteration. acc_i / acc_f: the int32 / fp32 L0C results (M*N, the GM workspace; one is empty); scale (G, N) fp32
+    (bf16 scales widened exactly);
     pt (M,) fp32 or empty; bias_i (G, N) int32 or (G, 0); bias_f (G, N) fp32 or (G, 0); y8: the output bytes."""
     single_m = walk[W_SINGLE_M]
     single_n = walk[W_SINGLE_N]

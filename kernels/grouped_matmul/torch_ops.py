@@ -2,8 +2,6 @@
 npu_emu.ops (torch ScalarType codes in the int dtype slots become torch dtypes); the fake gives the list of one y
 (the single-tensor split-M form) from sizes alone."""
 
-import torch
-
 from npu_emu import ops
 from npu_emu.frontend.torch_args import dtype_arg, soc_kw, torch_dtype_of, unmodelled
 

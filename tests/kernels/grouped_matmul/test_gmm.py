@@ -222,7 +222,8 @@ GL = np.array([10, 20, 30, 70], np.int64)
     (dict(group_list=GL, output_dtype="int32", split_item=0, group_type=-1), 161002, "split-M"),
     (dict(group_list=GL, output_dtype="int32", act_type=1), 161002, "act_type"),
     (dict(group_list=GL, output_dtype="int32", tuning_config=[71]), 161002, "tuningConfig"),
-    (dict(group_list=np.array([[5, 3], [0, 2], [1, 0], [2, 0]]), group_list_type=2, output_dtype="int32"), 161002, "weight index"),
+    (dict(group_list=np.array([[5, 3], [0, 2], [1, 0], [2, 0]]), group_list_type=2, output_dtype="int32"), 161002,
+     "weight index"),
 ])
 def test_errors(kw, code, words):
     kw.setdefault("output_dtype", "int32")
@@ -249,7 +250,8 @@ def test_aclnn_errors_leave_out_untouched():
         [X], [W], None, None, None, None, None, None, np.array([10, 5, 30, 70]), None, None, None, 3, 0, 0, 0, [out])
     assert st == 161002 and ex is None and (out == 7).all()
     st, _, _ = api.aclnnGroupedMatmulV4GetWorkspaceSize(
-        [X], [W], None, None, None, None, None, None, GL, None, None, None, 3, 0, 0, 0, [np.zeros((M, N + 1), np.int32)])
+        [X], [W], None, None, None, None, None, None, GL, None, None, None, 3, 0, 0, 0,
+        [np.zeros((M, N + 1), np.int32)])
     assert st == 161002
     st, _, _ = api.aclnnGroupedMatmulWeightNzGetWorkspaceSize(
         [X], [W], None, None, None, None, None, None, GL, None, None, None, 3, 0, 0, 0, None, 0, [out])
