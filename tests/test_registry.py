@@ -62,9 +62,18 @@ def test_cli_compile_demo_are_the_registry():
 
 
 def test_c_abi_onnx_dask_are_the_registry():
+    import importlib
+
     from npu_emu.cabi import signatures
 
+    build = importlib.import_module("npu_emu.cabi.build")     # the package exports a function of that name
+
     assert [op.name for op in signatures.OPS] == [f.name for f, _ in registry.c_functions()]
+    wrappers = build.wrappers_text()
+    for f, _ in registry.c_functions():          # the generated C: a header declaration and both phases' wrappers
+        ops = [op for op in signatures.OPS if op.header == f.header]
+        assert f"aclnnStatus {f.name}GetWorkspaceSize(" in build.header_text(f.header, ops)
+        assert f"aclnnStatus {f.name}GetWorkspaceSize(" in wrappers and f"aclnnStatus {f.name}(void*" in wrappers
     onnx = pytest.importorskip("onnx")
     del onnx
     import npu_emu.onnx
