@@ -27,14 +27,15 @@ def tiling_problems(td):
     return out
 
 
-def swiglu_access(tr, dtype, row_len, col_len):
-    """What the kernel touches: per tile, ``rows`` ranges of A, B and y; the UB the kernel's InitUbBuffer takes."""
+def swiglu_access(tr, dtype, x_size, y_size):
+    """What the kernel touches: per tile, ``rows`` ranges of A, B and y; the UB the kernel's InitUbBuffer takes.
+    ``x_size`` / ``y_size``: the GM tensors' element counts (a user tiling may not match them)."""
     td = tr.tiling
     bd = tr.block_dim
     ap = AccessPattern(bd)
     gdt = _GM_DTYPE[dtype]
-    ap.gm("x", row_len * 2 * col_len, gdt)
-    ap.gm("y", row_len * col_len, gdt, output=True)
+    ap.gm("x", x_size, gdt)
+    ap.gm("y", y_size, gdt, output=True)
     c = np.arange(bd, dtype=np.int64)
     ap.ub(c, -1, ub_bytes(td, dtype))
     if td.baseRowLen < 1 or td.baseColLen < 1:
@@ -94,7 +95,8 @@ def run_swiglu(x_flat, y_flat, tr, dtype, *, exp_model, div_model, faithful=Fals
             kern(block_dim, tdn, ub_size, table, x_gm, y_gm)
 
     kernel.__name__ = kern.__name__
-    checked = checked_access(("swiglu", tr, dtype, td.rowLen, td.colLen),
-                             lambda: swiglu_access(tr, dtype, td.rowLen, td.colLen), ub_size=tr.ub_size,
+    xs, ys = x_flat.size, y_flat.size
+    checked = checked_access(("swiglu", tr, dtype, xs, ys),
+                             lambda: swiglu_access(tr, dtype, xs, ys), ub_size=tr.ub_size,
                              validate=validate, what=f"{kern.__name__} tiling", problems=lambda: tiling_problems(td))
     launch(kernel, tr.block_dim, td, x_flat, y_flat, ub_size=tr.ub_size, access=checked, validate=False)
