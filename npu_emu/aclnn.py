@@ -15,7 +15,7 @@ def _family(module, *names):
 
 # name -> (module that defines it, its name there).
 _FAMILIES = {
-    "aclGetRecentErrMsg": ("npu_emu.frontend", "recent_error"),
+    "aclGetRecentErrMsg": ("npu_emu.frontend.core", "recent_error"),
     **_family(
         "npu_emu.kernels.gather_dequant_int8.api",
         "aclnnGatherDequantInt8",

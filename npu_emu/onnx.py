@@ -242,7 +242,7 @@ def cli_run(model_path, inputs, shapes, out_dir):
         feeds[name] = data.reshape(shape)
     if not os.path.isdir(out_dir):
         raise SystemExit(f"npu-emu: the output folder {out_dir} does not exist; create it first")
-    from npu_emu.cli import write_case
+    from npu_emu.frontend.binfile import write_case
 
     results = run(model, feeds)
     outputs = {name: (f"{name}.bin", arr) for name, arr in results.items()}

@@ -88,7 +88,7 @@ def set_soc(soc):
     """The SoC every registered op emulates from now on (None: each op's own default; NPU_EMU_SOC sets it at
     import). A real machine is one SoC: a script that quantises to MXFP8 and multiplies with MX scales needs
     "ascend950pr" for both."""
-    from npu_emu import platforms
+    from npu_emu.device import platforms
 
     if soc is not None:
         platforms.get(soc)               # an unknown key raises with the list of known ones

@@ -4,7 +4,7 @@ the fake does not model raises NotImplementedError naming it, rather than guessi
 
 import torch
 
-from npu_emu.frontend import resolve_torch_npu_dtype
+from npu_emu.frontend.core import resolve_torch_npu_dtype
 from npu_emu.torch.kernels import dtype_arg, torch_dtype_of
 
 _FP8 = {"float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}

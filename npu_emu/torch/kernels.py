@@ -11,7 +11,7 @@ import torch
 
 from npu_emu import ops
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import TORCH_NPU_DTYPES
+from npu_emu.frontend.core import TORCH_NPU_DTYPES
 from npu_emu.torch_npu_shim import DTYPES
 
 # torch_npu's dtype constants above torch's range; int4 (285) is not in frontend.TORCH_NPU_DTYPES because no MX

@@ -20,7 +20,7 @@ import dask.array as da
 import numpy as np
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import resolve_dtype
+from npu_emu.frontend.core import resolve_dtype
 
 __all__ = ["RechunkWarning", "dynamic_mx_quant", "grouped_dynamic_mx_quant", "sign_bits_unpack", "sign_bits_pack",
            "gather_dequant_int8", "quant_matmul", "data_copy_dequant", "worker_environ", "local_cluster"]

@@ -10,7 +10,7 @@ that the kernels read as values (round modes, scale_alg, ReLU, saturate) compile
 Configurations are grouped by op family (``family``, the names ``npu-emu compile --ops`` takes). A family's
 configurations share kernels, and families whose kernels call the same cached njit functions share a
 :func:`schedule_group`: ``npu-emu compile --jobs`` runs each schedule group in one worker so that no two workers
-compile the same function at once (npu_emu/cache_lock.py keeps the cache consistent regardless; the grouping
+compile the same function at once (npu_emu/device/cache_lock.py keeps the cache consistent regardless; the grouping
 avoids compiling one function twice). DynamicMxQuant and GroupedDynamicMxQuant are one group: both kernels call
 kernels/mx_quant/kernel.py's ``_fp32_rows`` / ``_convert`` / ``_column_blocks`` with the same signatures, and
 ``_fp32_rows`` alone was about half of each kernel's cold compile when two workers compiled it side by side.

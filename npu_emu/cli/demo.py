@@ -446,7 +446,7 @@ def host_flops():
 
 def roofline_ratios(case, seconds, threads):
     """(emulator / host roofline, emulator / device roofline, device label)."""
-    from npu_emu import platforms
+    from npu_emu.device import platforms
 
     host = case.nbytes / (HOST_COPY_BPS_PER_THREAD * threads)
     if case.flops:
