@@ -8,9 +8,9 @@ convert back. Switches (docs/ops/swiglu.md §6): ``exp_model`` ("correctly_round
 
 import numpy as np
 
-from npu_emu import memo
+from npu_emu.device import memo
 from npu_emu.ascendc.transcendental import DIV_MODELS, EXP_MODELS
-from npu_emu.frontend import (
+from npu_emu.frontend.core import (
     Executor,
     Origin,
     Trace,
@@ -26,7 +26,7 @@ from npu_emu.frontend import (
 from npu_emu.kernels.swiglu import checks
 from npu_emu.kernels.swiglu import tiling as tiling_mod
 from npu_emu.kernels.swiglu.launch import run_swiglu
-from npu_emu.tiling_data import TilingResult
+from npu_emu.device.tiling_data import TilingResult
 
 DEFAULT_SOC = "ascend910b2"
 

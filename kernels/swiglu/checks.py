@@ -10,7 +10,7 @@ that dim halved) and swi_glu_tiling.cpp (same two conditions on the flattened sh
 import numpy as np
 
 from npu_emu.errors import ACLNN_ERR_INNER_FIND_KERNEL_ERROR, ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import dtype_name_of
+from npu_emu.frontend.core import dtype_name_of
 
 DTYPES = ("float32", "float16", "bfloat16")
 KERNEL_SOCS = ("ascend910b", "ascend910_93")

@@ -25,6 +25,7 @@ from numba import njit, prange
 from npu_emu.ascendc import (
     CAST_NONE,
     CAST_RINT,
+    DT_AUTO,
     DT_BF16,
     DT_FLOAT,
     DT_FLOAT16,
@@ -36,10 +37,11 @@ from npu_emu.ascendc import (
     Mul,
     Muls,
 )
-from npu_emu.ascendc.transcendental import div_f32, exp_f32
+from npu_emu.ascendc.transcendental import exp_f32
+from npu_emu.ascendc.vector import div_f32
 from npu_emu.dtypes.scalar import bf16_to_f32, f16_to_f32, f32_to_bf16_rint, f32_to_f16
-from npu_emu.jit_options import PARALLEL
-from npu_emu.launch import ub_view
+from npu_emu.device.jit_options import PARALLEL
+from npu_emu.device.launch import ub_view
 
 _JIT = dict(cache=True, error_model="numpy")
 
@@ -113,7 +115,7 @@ def swiglu_faithful_f32(block_dim, td, ub_size, exp_model, div_model, x_gm, y_gm
             Muls(c, a, np.float32(-1.0), n)                                  # Compute
             Exp(c, c, n, exp_model)
             Adds(c, c, np.float32(1.0), n)
-            Div(c, tmp, c, n, div_model)
+            Div(c, tmp, c, n, DT_AUTO, div_model)
             Mul(c, c, a, n)
             Mul(c, c, b, n)
             _copy_out(y_gm, c, row * td.colLen + col, rows, cols, td.colLen, pitch)      # CopyOut
@@ -147,7 +149,7 @@ def _faithful_16(block_dim, td, ub_size, exp_model, div_model, x_gm, y_gm, dt):
             Muls(c, a, np.float32(-1.0), n)
             Exp(c, c, n, exp_model)
             Adds(c, c, np.float32(1.0), n)
-            Div(c, a, c, n, div_model)
+            Div(c, a, c, n, DT_AUTO, div_model)
             b = in_tmp                                   # bLocal reuses inputTempBuffer
             Cast(b, b_, CAST_NONE, n, DT_FLOAT, dt)
             Mul(c, c, b, n)
@@ -185,7 +187,7 @@ def swish_table(table, dt, exp_model, div_model):
     Muls(table, a, np.float32(-1.0), 65536)
     Exp(table, table, 65536, exp_model)
     Adds(table, table, np.float32(1.0), 65536)
-    Div(table, a, table, 65536, div_model)
+    Div(table, a, table, 65536, DT_AUTO, div_model)
 
 
 @njit(**_JIT)

@@ -7,12 +7,12 @@ runs (npu_emu.launch).
 
 import numpy as np
 
-from npu_emu import memo
+from npu_emu.device import memo
 from npu_emu.ascendc.constants import DT_BF16, DT_FLOAT16
 from npu_emu.kernels.swiglu import kernel as K
 from npu_emu.kernels.swiglu.tiling import ITEMSIZE, kernel_tiling, ub_bytes
-from npu_emu.launch import checked_access, launch
-from npu_emu.validate import AccessPattern
+from npu_emu.device.launch import checked_access, launch
+from npu_emu.device.validate import AccessPattern
 
 _GM_DTYPE = {"float32": np.float32, "float16": np.uint16, "bfloat16": np.uint16}
 

@@ -9,9 +9,9 @@ is activation/swi_glu/op_kernel/glu_tiling_kernel.hpp (SwigluSingleTilingKernel)
 
 from dataclasses import dataclass
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.tiling_data import TilingData, TilingResult
+from npu_emu.device.tiling_data import TilingData, TilingResult
 
 UB_RESERVED_BUFF = 0
 L2_CACHE_LINE_SIZE = 512

@@ -1,4 +1,4 @@
-"""Exp, Div and Reciprocal on float32, with a named model switch for the bits the device's vector unit gives.
+"""Exp and Reciprocal on float32, with a named model switch for the bits the device's vector unit gives.
 
 No public source gives the bits of the vector ``Exp``, ``Div`` or ``Reciprocal`` instructions
 (``cannmirror/asc-devkit: docs/api/context/Exp.md``, ``Div.md``, ``Reciprocal.md`` state the formula only), so each
@@ -10,16 +10,15 @@ takes a ``model`` (a compile-time constant at the call site; docs/conventions.md
   closely enough to matter, with mpmath deciding the few close cases. [HW-unverified]
 * ``EXP_EXP2``: ``exp2(float32(x * log2(e)))``: the argument scaled in float32 (one rounding) and the power of two
   correctly rounded, the usual shape of a hardware exp built on an exp2 unit. [HW-unverified]
-* ``DIV_IEEE`` (default): the IEEE float32 quotient (one rounding, round to nearest even). [HW-unverified]
-* ``DIV_RECIPROCAL``: ``a * float32(1 / b)``, two roundings: the "approximate division" DeepSpeed reports for this
-  accelerator (``microsoft/DeepSpeed: op_builder/npu/quantizer.py``) and the reciprocal-then-multiply most vector
-  units use. [HW-unverified]
+* ``Div`` lives in ``vector`` with its own ``div_model`` (``DIV_IEEE`` default, ``DIV_RECIP_MUL`` =
+  ``a * float32(1 / b)``, the "approximate division" DeepSpeed reports for this accelerator,
+  ``microsoft/DeepSpeed: op_builder/npu/quantizer.py``); ``DIV_MODELS`` below names them for the op switches.
 * ``Reciprocal`` has the correctly rounded ``float32(1 / x)`` only (``RECIPROCAL_IEEE``).
 
 Special values follow IEEE: exp(NaN) = NaN, exp(+inf) = +inf, exp(-inf) = +0; x/0 = +-inf, 0/0 = NaN. Subnormal
 inputs and results are kept (no flush).
 
-Structure: ``exp_f32`` / ``div_f32`` are the scalar element functions (kernels that fuse steps call them, so each
+Structure: ``exp_f32`` (and ``vector.div_f32``) are the scalar element functions (kernels that fuse steps call them, so each
 model is written once); the instructions are tiny inlined dispatchers to loops compiled once per signature, as in
 ``vector``.
 """
@@ -27,18 +26,18 @@ model is written once); the instructions are tiny inlined dispatchers to loops c
 import numpy as np
 from numba import njit
 
+from npu_emu.ascendc.constants import DIV_IEEE, DIV_RECIP_MUL
+
 _INLINE = dict(inline="always", cache=True, error_model="numpy")
 _LOOP = dict(cache=True, error_model="numpy")
 
 EXP_CORRECTLY_ROUNDED = 0
 EXP_EXP2 = 1
-DIV_IEEE = 0
-DIV_RECIPROCAL = 1
 RECIPROCAL_IEEE = 0
 
 #: the op-level switch names (``exp_model=``, ``div_model=``) and their codes
 EXP_MODELS = {"correctly_rounded": EXP_CORRECTLY_ROUNDED, "exp2": EXP_EXP2}
-DIV_MODELS = {"ieee": DIV_IEEE, "reciprocal": DIV_RECIPROCAL}
+DIV_MODELS = {"ieee": DIV_IEEE, "reciprocal": DIV_RECIP_MUL}
 
 _LOG2E_F32 = np.float32(1.4426950408889634)
 
@@ -52,25 +51,10 @@ def exp_f32(x, model):
     return np.float32(np.exp(np.float64(x)))
 
 
-@njit(**_INLINE)
-def div_f32(a, b, model):
-    """a / b of two float32 under the Div ``model``."""
-    if model == DIV_RECIPROCAL:
-        r = np.float32(np.float32(1.0) / np.float32(b))
-        return np.float32(np.float32(a) * r)
-    return np.float32(np.float32(a) / np.float32(b))
-
-
 @njit(**_LOOP)
 def _exp_loop(dst, src, n, model):
     for i in range(n):
         dst[i] = exp_f32(src[i], model)
-
-
-@njit(**_LOOP)
-def _div_loop(dst, src0, src1, n, model):
-    for i in range(n):
-        dst[i] = div_f32(src0[i], src1[i], model)
 
 
 @njit(**_LOOP)
@@ -86,25 +70,10 @@ def Exp(dst, src, count, model=EXP_CORRECTLY_ROUNDED):
 
 
 @njit(**_INLINE)
-def Div(dst, src0, src1, count, model=DIV_IEEE):
-    """AscendC::Div(dst, src0, src1, count): dst[i] = src0[i] / src1[i] on float32 (``Div.md``), under ``model``."""
-    _div_loop(dst, src0, src1, min(count, len(dst), len(src0), len(src1)), model)
-
-
-@njit(**_INLINE)
 def Reciprocal(dst, src, count, model=RECIPROCAL_IEEE):
     """AscendC::Reciprocal(dst, src, count): dst[i] = 1 / src[i] on float32 (``Reciprocal.md``), correctly rounded."""
     _reciprocal_loop(dst, src, min(count, len(dst), len(src)))
 
 
-def exp_model_code(name):
-    """The code of an ``exp_model=`` switch value (KeyError for an unknown name; front ends check first)."""
-    return EXP_MODELS[name]
-
-
-def div_model_code(name):
-    return DIV_MODELS[name]
-
-
-__all__ = ["Exp", "Div", "Reciprocal", "exp_f32", "div_f32", "EXP_CORRECTLY_ROUNDED", "EXP_EXP2", "DIV_IEEE",
-           "DIV_RECIPROCAL", "RECIPROCAL_IEEE", "EXP_MODELS", "DIV_MODELS"]
+__all__ = ["Exp", "Reciprocal", "exp_f32", "EXP_CORRECTLY_ROUNDED", "EXP_EXP2", "RECIPROCAL_IEEE", "EXP_MODELS",
+           "DIV_MODELS"]
