@@ -33,7 +33,7 @@ def _f32(a, shape_fallback=1):
 
 
 def _run(xa, ws, asc, bias, qs, qo, gi, activate_left, quant_mode, swiglu_mode, clamp_limit, glu_alpha, glu_bias,
-         em, dm, soc):
+         em, dm, soc, faithful=False):
     info = checks.check(xa, ws, asc, bias, qs, qo, gi, quant_mode, swiglu_mode, soc)
     T, D = info["in_dimx"], info["in_dimy"]
     H = D // 2
@@ -57,10 +57,12 @@ def _run(xa, ws, asc, bias, qs, qo, gi, activate_left, quant_mode, swiglu_mode, 
     args = (xk, _f32(ws), _f32(None if a_empty else asc), bias_i, bias_f, _f32(qs), _f32(qo), gik, y.view(np.uint8),
             scale)
 
-    def kernel(block_dim, tdn, ub_size, *gm):
-        K.dsq_group_kernel(block_dim, tdn, ub_size, bias_kind, em, dm, *gm)
+    kern = K.dsq_group_kernel_faithful if faithful else K.dsq_group_kernel_fused
 
-    kernel.__name__ = "dsq_group_kernel"
+    def kernel(block_dim, tdn, ub_size, *gm):
+        kern(block_dim, tdn, ub_size, bias_kind, em, dm, *gm)
+
+    kernel.__name__ = kern.__name__
     launch(kernel, tr.block_dim, tr.tiling, *args, ub_size=tr.ub_size, validate=False)
     return y.reshape(out_shape), scale.reshape(xa.shape[:-1]), tr
 
@@ -88,7 +90,7 @@ def npu_dequant_swiglu_quant(x, *, weight_scale=None, activation_scale=None, bia
                              quant_offset=None, group_index=None, activate_left=False, quant_mode=0, dst_type=None,
                              round_mode=None, activate_dim=None, swiglu_mode=0, clamp_limit=7.0, glu_alpha=1.702,
                              glu_bias=1.0, exp_model="correctly_rounded", div_model="ieee", soc=DEFAULT_SOC,
-                             trace=False):
+                             faithful=False, trace=False):
     """torch_npu.npu_dequant_swiglu_quant -> (y int8 [..., H], scale float32 [...]).
 
     int32 x [..., 2H] with group_index (counts [G] or (index, count) pairs [G, 2]); dequant (weight_scale[group],
@@ -102,7 +104,7 @@ def npu_dequant_swiglu_quant(x, *, weight_scale=None, activation_scale=None, bia
     y, scale, tr = _run(xa, _opt(weight_scale, "weight_scale"), _opt(activation_scale, "activation_scale"),
                         _opt(bias, "bias"), _opt(quant_scale, "quant_scale"), _opt(quant_offset, "quant_offset"),
                         _opt(group_index, "group_index"), activate_left, int(quant_mode), int(swiglu_mode),
-                        clamp_limit, glu_alpha, glu_bias, em, dm, soc)
+                        clamp_limit, glu_alpha, glu_bias, em, dm, soc, bool(faithful))
     out = (to_user(y, origin), to_user(scale, origin))
     if trace:
         return out, (None if tr is None else _trace(tr))

@@ -24,10 +24,12 @@ from numba import njit, prange
 
 from npu_emu.ascendc import CAST_NONE, DT_AUTO, DT_FLOAT, DT_INT32, Add, Adds, Cast, Div, Duplicate, Exp, Max, Min, \
     Mul, Muls
+from npu_emu.ascendc.transcendental import exp_f32
 from npu_emu.ascendc.vector import div_f32
 from npu_emu.device.jit_options import PARALLEL
-from npu_emu.kernels.dynamic_quant.row_quant import quant_row_div_faithful, row_absmax_faithful, \
-    quant_row_sym_faithful, DT_INT8
+from npu_emu.dtypes.scalar import round_to_integral
+from npu_emu.kernels.dynamic_quant.row_quant import DT_INT8, quant_row_div, quant_row_div_faithful, quant_row_sym, \
+    quant_row_sym_faithful, row_absmax, row_absmax_faithful
 
 _JIT = dict(cache=True, error_model="numpy")
 
@@ -107,10 +109,100 @@ def _row(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, y_gm,
         quant_row_sym_faithful(act, out_y, np.float32(1.0), y_gm, r * out_y, DT_INT32, DT_INT8, tmp_i32, tmp_u16)
 
 
+@njit(inline="always", **_JIT)
+def _fmin(a, b):
+    """Mins / Min of float32 (NaN propagates; min(-0, +0) = -0: the Min instruction's rules)."""
+    if a != a or b != b:
+        return a if a != a else b
+    if a == b:
+        return a if np.float32(a).view(np.uint32) >> np.uint32(31) else b
+    return a if a < b else b
+
+
+@njit(inline="always", **_JIT)
+def _fmax(a, b):
+    if a != a or b != b:
+        return a if a != a else b
+    if a == b:
+        return b if np.float32(a).view(np.uint32) >> np.uint32(31) else a
+    return a if a > b else b
+
+
+@njit(**_JIT)
+def _row_fused(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, y_gm, scale_gm, bias_kind,
+               exp_model, div_model, xi, xf, act, gate, t, lim, tmp_i32, tmp_u16, tmp_abs):
+    """:func:`_row` in plain loops: the same float32 operations per element (tested equal)."""
+    in_y = td.inDimy
+    out_y = td.outDimy
+    xo = r * in_y
+    go = g * in_y
+    has_as = td.activationScaleIsEmpty == 0
+    a_s = as_gm[r] if has_as else np.float32(1.0)
+    for j in range(in_y):
+        if bias_kind == 1:
+            v = np.float32(np.int32(x_gm[xo + j] + bias_i_gm[go + j]))
+        else:
+            v = np.float32(x_gm[xo + j])
+        v = np.float32(ws_gm[go + j] * v)
+        if has_as:
+            v = np.float32(a_s * v)
+        if bias_kind == 2:
+            v = np.float32(v + bias_f_gm[go + j])
+        xf[j] = v
+    mode = td.swigluMode
+    a0 = td.actRight * out_y
+    g0 = out_y - a0
+    L = np.float32(td.clampLimit)
+    nL = np.float32(-L)
+    alpha = np.float32(-np.float32(td.gluAlpha))
+    gb = np.float32(td.gluBias)
+    one = np.float32(1.0)
+    for j in range(out_y):
+        if mode == 1:
+            a = xf[2 * j]
+            gt = xf[2 * j + 1]
+        else:
+            a = xf[a0 + j]
+            gt = xf[g0 + j]
+        if mode == 0:
+            e = np.float32(a * np.float32(-1.0))
+        else:
+            gt = _fmax(_fmin(gt, L), nL)
+            if mode == 3:
+                e = np.float32(a * np.float32(-1.0))
+            else:
+                gt = np.float32(gt + gb)
+                a = _fmin(a, L)
+                e = np.float32(a * alpha)
+        e = np.float32(exp_f32(e, exp_model) + one)
+        a = div_f32(a, e, div_model)
+        if mode == 3:
+            a = _fmin(a, L)
+        act[j] = np.float32(gt * a)
+    if td.quantMode == 1:
+        if td.needSmoothScale == 1:
+            for j in range(out_y):
+                act[j] = np.float32(qs_gm[g * out_y + j] * act[j])
+        s = np.float32(row_absmax(act, out_y) * DYNAMIC_QUANT_FACTOR)
+        scale_gm[r] = s
+        quant_row_div(act, out_y, s, y_gm, r * out_y, DT_INT8, tmp_i32, div_model)
+    else:
+        if td.quantIsOne == 1:
+            raw = np.float32(qs_gm[g])
+            q = np.float32(1.0) if raw == 0 else np.float32(np.float32(1.0) / raw)
+            off = np.float32(qo_gm[g])
+            for j in range(out_y):
+                act[j] = np.float32(np.float32(act[j] * q) + off)
+        else:
+            for j in range(out_y):
+                act[j] = np.float32(div_f32(act[j], qs_gm[g * out_y + j], div_model) + qo_gm[g * out_y + j])
+        quant_row_sym(act, out_y, np.float32(1.0), y_gm, r * out_y, DT_INT8, tmp_i32)
+
+
 @njit(parallel=PARALLEL, **_JIT)
-def dsq_group_kernel(block_dim, td, ub_size, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm,
+def dsq_group_kernel_faithful(block_dim, td, ub_size, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm,
                      bias_f_gm, qs_gm, qo_gm, gi_gm, y_gm, scale_gm):
-    """DequantSwigluQuantBase::Process for every core (``block_idx``)."""
+    """DequantSwigluQuantBase::Process for every core, rows by :func:`_row` (the instructions)."""
     in_y = td.inDimy
     out_y = td.outDimy
     for block_idx in prange(block_dim):
@@ -152,4 +244,50 @@ def dsq_group_kernel(block_dim, td, ub_size, bias_kind, exp_model, div_model, x_
                 break
 
 
-_ = div_f32
+
+@njit(parallel=PARALLEL, **_JIT)
+def dsq_group_kernel_fused(block_dim, td, ub_size, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm,
+                     bias_f_gm, qs_gm, qo_gm, gi_gm, y_gm, scale_gm):
+    """DequantSwigluQuantBase::Process for every core, rows by :func:`_row_fused`."""
+    in_y = td.inDimy
+    out_y = td.outDimy
+    for block_idx in prange(block_dim):
+        xi = np.empty(in_y, np.int32)
+        xf = np.empty(in_y, np.float32)
+        act = np.empty(out_y, np.float32)
+        gate = np.empty(out_y, np.float32)
+        t = np.empty(out_y, np.float32)
+        lim = np.empty(out_y, np.float32)
+        tmp_i32 = np.empty(out_y, np.int32)
+        tmp_u16 = np.empty(out_y, np.uint16)
+        tmp_abs = np.empty(out_y, np.float32)
+        group_offset = 0
+        for gidx in range(td.inGroupNum):
+            if td.speGroupType == 0:
+                real_g = gidx
+                cnt = gi_gm[gidx]
+            else:
+                real_g = gi_gm[2 * gidx]
+                cnt = gi_gm[2 * gidx + 1]
+            cnt = cnt if cnt > 0 else 0
+            if cnt > 0 and group_offset < td.inDimx:
+                # ProcessSingleGroup
+                f = (cnt + td.maxCoreNum - 1) // td.maxCoreNum
+                real_core = (cnt + f - 1) // f
+                if block_idx < real_core:
+                    dimx_core = cnt - f * (real_core - 1) if block_idx == real_core - 1 else f
+                    off = f * block_idx + group_offset
+                    loops = (dimx_core + td.UbFactorDimx - 1) // td.UbFactorDimx
+                    for lp in range(loops):                       # ProcessSingleGroupPerCore: UB passes
+                        start = off + lp * td.UbFactorDimx
+                        rows = dimx_core - td.UbFactorDimx * (loops - 1) if lp == loops - 1 else td.UbFactorDimx
+                        for r in range(start, start + rows):
+                            _row_fused(td, r, real_g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm,
+                                       y_gm, scale_gm, bias_kind, exp_model, div_model, xi, xf, act, gate, t,
+                                       lim, tmp_i32, tmp_u16, tmp_abs)
+                group_offset += cnt
+            if td.speGroupType == 1 and cnt <= 0:
+                break
+
+
+_ = round_to_integral
