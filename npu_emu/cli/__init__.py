@@ -22,23 +22,22 @@ from npu_emu.frontend.binfile import parse_shape, read_bin, write_bin, write_cas
 
 # Op families with a CLI module, in the order `npu-emu list` shows them. A module that is not there yet (an op
 # family still being written) is skipped.
-CLI_MODULES = (
-    "npu_emu.kernels.sign_bits.cli",
-    "npu_emu.kernels.gather_dequant_int8.cli",
-    "npu_emu.kernels.mx_quant.cli",
-    "npu_emu.kernels.quant_matmul.cli",
-    "npu_emu.kernels.data_copy_dequant.cli",
-)
 
-# Formats npu-emu encodes/decodes (docs/conventions.md §5: aclDataType codes) and how a .bin file stores them.
-FORMATS = (
-    ("float8_e4m3fn", 36, "1 byte per element (ml_dtypes.float8_e4m3fn)"),
-    ("float8_e5m2", 35, "1 byte per element (ml_dtypes.float8_e5m2)"),
-    ("float8_e8m0", 37, "1 byte per element, uint8 codes (E8M0 scales)"),
-    ("hifloat8", 34, "1 byte per element, uint8 codes"),
-    ("float4_e2m1", 40, "2 elements per byte, element 0 in the low nibble"),
-    ("float4_e1m2", 41, "2 elements per byte, element 0 in the low nibble"),
-)
+# Formats npu-emu encodes/decodes (the dtype table, docs/conventions.md §5) and how a .bin file stores them.
+def _formats():
+    from npu_emu import dtype_table as table
+
+    def storage(d):
+        if d.bits == 4:
+            return "2 elements per byte, element 0 in the low nibble"
+        if d.storage.startswith("ml_dtypes."):
+            return f"1 byte per element ({d.storage})"
+        return "1 byte per element, uint8 codes" + (" (E8M0 scales)" if d.name == "float8_e8m0" else "")
+
+    return tuple((d.name, d.acl, storage(d)) for d in table.codecs() if d.bits != 6)
+
+
+FORMATS = _formats()
 
 EXAMPLES = """\
 examples:
@@ -54,15 +53,15 @@ examples:
 
 
 def _load_commands():
+    """The verbs of every declared op (kernels/<op>/op.py names its CLI module, an op of another package too)."""
+    from npu_emu.frontend import registry
+
     commands = {}
-    for mod in CLI_MODULES:
-        try:
-            m = importlib.import_module(mod)
-        except ModuleNotFoundError as e:  # an op family not written (or not installed) yet
-            if e.name and mod.startswith(e.name):
-                continue
-            raise
-        commands.update(m.COMMANDS)
+    for mod in registry.cli_modules():
+        for verb, entry in importlib.import_module(mod).COMMANDS.items():
+            if verb in commands:
+                raise registry.DeclarationError(f"CLI verb {verb!r} is declared twice (the second by {mod})")
+            commands[verb] = entry
     return commands
 
 
@@ -400,7 +399,7 @@ def build_parser(commands):
         "demo", formatter_class=fmt,
         help="run every implemented op at a production shape and check it bit-exactly against its golden",
         description=_w("Runs every implemented op once at a production shape (the asv benchmark shapes), checks the "
-                    "result against the op's independent numpy golden (npu_emu.goldens) and prints: op, shape, time, "
+                    "result against the op's independent numpy golden (kernels/<op>/golden.py) and prints: op, shape, time, "
                     "GB/s or GFLOP/s, speed-up over the golden, emulator time over the host roofline (copy rate "
                     "25 GB/s per thread, host float32 GEMM rate) and over the 910B2 roofline (or the op's SoC), and "
                     "whether the result is bit-exact. Exit status 1 if any result differs."),
@@ -595,7 +594,7 @@ def build_parser(commands):
               "the packed struct bytes, blockDim / tilingKey / workspace and the per-core split."),
              ("golden", "write random inputs and the independent golden output as .bin files + manifest.json",
               "Writes random inputs and the expected output computed by the op's independent numpy golden "
-              "(npu_emu.goldens, never the kernel) into --out, with manifest.json naming each file's shape and "
+              "(the op folder's golden.py, never the kernel) into --out, with manifest.json naming each file's shape and "
               "dtype. Check a run against it with `npu-emu compare`."))
     for verb, text, desc in verbs:
         ops_here = [n for n, spec in commands.items() if verb in spec]
