@@ -1,11 +1,30 @@
 """Plain-numpy reference of DequantSwigluQuant with group_index (docs/ops/dequant_swiglu_quant.md §1), from the
-semantics: each step one float32 rounding; e**t and the quotients under the named models of
-npu_emu.kernels.swiglu.golden (correctly rounded exp, IEEE division by default). numpy and ml_dtypes only.
+semantics: each step one float32 rounding; e**t and the quotients under the named models (docs/conventions.md,
+"Transcendental models": correctly rounded exp, IEEE division by default). numpy only.
 """
 
 import numpy as np
 
-from npu_emu.kernels.swiglu.golden import div32, exp32
+_LOG2E = np.float32(1.4426950408889634)
+
+
+def exp32(t, model="correctly_rounded"):
+    """e**t in float32: float32(exp(float64(t))), or 2 ** float32(t * float32(log2 e)) for "exp2"."""
+    t = np.asarray(t, np.float32)
+    with np.errstate(over="ignore"):
+        if model == "exp2":
+            return np.exp2((t * _LOG2E).astype(np.float32).astype(np.float64)).astype(np.float32)
+        return np.exp(t.astype(np.float64)).astype(np.float32)
+
+
+def div32(p, q, model="ieee"):
+    """p / q in float32: one rounding of the float64 quotient, or p * float32(1 / q) for "reciprocal"."""
+    p = np.asarray(p, np.float32)
+    q = np.asarray(q, np.float32)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if model == "reciprocal":
+            return (p * (np.float64(1.0) / q.astype(np.float64)).astype(np.float32)).astype(np.float32)
+        return (p.astype(np.float64) / q.astype(np.float64)).astype(np.float32)
 
 
 def _f32(a):
