@@ -11,7 +11,7 @@ torch.int8 (code 1) -> int8 y of x's shape; torch.quint4x2 (code 16) -> int4 pac
 V4 (V3), else V2; V3 / V4 exist on Ascend 950 only (ACLNN_ERR_INNER on A2/A3).
 
 Switches: ``soc`` (default ascend910b2; the 950 regbase kernels are not emulated), ``div_model`` ("ieee" default,
-"recip_mul"; the vector Div's rounding, [HW-unverified]), ``faithful`` (the instruction-level transliteration,
+"reciprocal"; the vector Div's rounding, [HW-unverified]), ``faithful`` (the instruction-level transliteration,
 bit-identical to the default fused loops), ``tiling`` (a TilingResult to run instead of op_host's, validated),
 ``core_num`` / ``ub_size`` (platform overrides).
 """

@@ -17,7 +17,7 @@ def _add_run(p):
     p.add_argument("--group-index", default=None, help="group_index (.bin, int32 cumulative row ends)")
     p.add_argument("--int4", action="store_true", help="int4 output (dst_type quint4x2: eight codes per int32)")
     p.add_argument("--asymmetric", action="store_true", help="npu_dynamic_quant_asymmetric (writes --offset too)")
-    p.add_argument("--div-model", default="ieee", choices=("ieee", "recip_mul"),
+    p.add_argument("--div-model", default="ieee", choices=("ieee", "reciprocal"),
                    help="rounding of the vector Div q = 127 / max ([HW-unverified], default ieee)")
     p.add_argument("--faithful", action="store_true", help="run the instruction-level transliteration")
     p.add_argument("--output", required=True, help="y (.bin): int8 [.., n] or int32 [.., n/8]")

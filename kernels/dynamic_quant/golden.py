@@ -64,7 +64,7 @@ def dynamic_quant(x, smooth=None, group=None, *, int4=False, asymmetric=False, s
             v = ((xs * back[:, None]).astype(F32) + offset[:, None]).astype(F32)
             return _codes(v, lo, hi), scale, offset
         amax = np.abs(xs).max(axis=1)
-        if div_model == "recip_mul":
+        if div_model == "reciprocal":
             q = (c * (F32(1) / amax).astype(F32)).astype(F32)
         else:
             q = (c / amax).astype(F32)

@@ -6,11 +6,11 @@ kernel.device; the tiling key and the switches are run-time arguments of that co
 
 import numpy as np
 
-from npu_emu.ascendc.constants import DIV_IEEE, DIV_RECIP_MUL, DT_BF16, DT_FLOAT16, DT_INT4, DT_INT8
+from npu_emu.ascendc.constants import DT_BF16, DT_FLOAT16, DT_INT4, DT_INT8
+from npu_emu.ascendc.transcendental import DIV_MODELS  # the div_model names every op shares
 from npu_emu.errors import AclnnError, ACLNN_ERR_PARAM_INVALID
 from npu_emu.kernels.dynamic_quant import kernel as _kernel_mod
 
-DIV_MODELS = {"ieee": DIV_IEEE, "recip_mul": DIV_RECIP_MUL}
 
 
 def div_model_code(div_model):

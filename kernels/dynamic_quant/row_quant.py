@@ -44,6 +44,9 @@ that a fused caller never compiles the instruction layer:
   ``tmp_i32`` int32 scratch of >= n elements, ``tmp_u16`` uint16 scratch of >= n.
 * ``quant_row_asym_faithful(src, n, back, offset, out, out_off, inter, dst, tmp_i32, tmp_u16)`` /
   ``quant_row_asym(src, n, back, offset, out, out_off, dst, tmp_i32)``: Muls + Adds + the cast chain.
+* ``quant_row_div_faithful(src, n, s, out, out_off, inter, dst, tmp_i32, tmp_u16, div_model)`` /
+  ``quant_row_div(src, n, s, out, out_off, dst, tmp_i32, div_model)``: Div by the stored scale (DequantSwigluQuant's
+  dynamic quant, ``y = x / (max * (1/127))``) + the cast chain.
 * ``cast_chain_code(v, dst)``: the cast chain of one float32 value as an int (NaN -> 0, RINT, saturate). Why the fused cast chain is a clamp: RINT to int32/int16 saturates, the
 int -> half ROUND cast is monotone and exact below 2048, and half -> int8/int4 TRUNC saturates, so every code is
 clamp(rint(v), lo, hi); NaN -> 0 (npu_emu.ascendc.cast: "输入为nan时，返回0"), whichever intermediate.
@@ -94,6 +97,7 @@ __all__ = [
     "load_row_f32", "load_row_f32_faithful", "load_row_absmax", "row_absmax_bf16", "quant_row_sym_bf16", "row_absmax", "row_absmax_faithful", "row_minmax", "sym_scale",
     "sym_scale_faithful", "asym_scale", "quant_row_sym", "quant_row_sym_faithful", "quant_row_asym",
     "quant_row_asym_faithful", "cast_chain_code", "sym_const", "asym_consts", "vector_div_scalar",
+    "quant_row_div", "quant_row_div_faithful",
 ]
 
 
@@ -391,6 +395,22 @@ def quant_row_asym(src, n, back, offset, out, out_off, dst, tmp_i32):
     offset = np.float32(offset)
     for i in range(n):
         src[i] = np.float32(src[i] * back) + offset
+    _chain_fused(src, n, out, out_off, dst, tmp_i32)
+
+
+@njit(**_J)
+def quant_row_div_faithful(src, n, s, out, out_off, inter, dst, tmp_i32, tmp_u16, div_model):
+    """Div(src, src, s) (the stored scale broadcast: DequantSwigluQuant's ``y = x / scale``), then the cast chain."""
+    Div(src, src, np.float32(s), n, DT_FLOAT, div_model)
+    _chain_faithful(src, n, out, out_off, inter, dst, tmp_i32, tmp_u16)
+
+
+@njit(**_J)
+def quant_row_div(src, n, s, out, out_off, dst, tmp_i32, div_model):
+    """Fused :func:`quant_row_div_faithful`."""
+    s = np.float32(s)
+    for i in range(n):
+        src[i] = div_f32(src[i], s, div_model)
     _chain_fused(src, n, out, out_off, dst, tmp_i32)
 
 

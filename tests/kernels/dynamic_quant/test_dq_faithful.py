@@ -40,7 +40,7 @@ def test_faithful_equals_fused(rows, L, smooth, groups):
         sm = (np.random.default_rng(1).random(shape) + 0.5).astype(np.float32).astype(BF16)
     if groups:
         grp = np.linspace(rows // groups, rows, groups).astype(np.int32)
-    for div_model in ("ieee", "recip_mul"):
+    for div_model in ("ieee", "reciprocal"):
         a = api.npu_dynamic_quant(x, smooth_scales=sm, group_index=grp, div_model=div_model)
         b = api.npu_dynamic_quant(x, smooth_scales=sm, group_index=grp, div_model=div_model, faithful=True)
         _same(a, b)

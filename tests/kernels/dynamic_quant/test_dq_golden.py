@@ -143,7 +143,7 @@ def test_special_rows(L, key):
 def test_div_model_switch():
     x = _data(64, 130, BF16, 8)
     _, y_ieee, s_ieee, _ = _run_and_compare(x, key=2)
-    _, y_rm, s_rm, _ = _run_and_compare(x, key=2, div_model="recip_mul")
+    _, y_rm, s_rm, _ = _run_and_compare(x, key=2, div_model="reciprocal")
     assert np.array_equal(s_ieee.view(np.uint32), s_rm.view(np.uint32))     # key 2 stores max * fp32(1/127)
 
 
