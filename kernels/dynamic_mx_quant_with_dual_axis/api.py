@@ -36,7 +36,7 @@ def _switches(signed_zero, ftz, fp4_nibble_order):
 
 
 def _run(xa, x_dtype, y_dtype, round_mode, scale_alg, dst_type_max, *, soc, signed_zero, ftz, fp4_nibble_order,
-         core_num, ub_size, validate):
+         core_num, ub_size, validate, device_walk=False):
     """-> (y1, mxscale1, y2, mxscale2 flat uint8, TilingResult, overruns) for checked, non-empty input."""
     shape = tuple(xa.shape)
     tr = memo.call(tiling_mod.dual_axis_tiling, shape, y_dtype=y_dtype, round_mode=round_mode, scale_alg=scale_alg,
@@ -50,7 +50,8 @@ def _run(xa, x_dtype, y_dtype, round_mode, scale_alg, dst_type_max, *, soc, sign
     n1, n2 = int(np.prod(s1_shape)), int(np.prod(s2_shape))
     check_memory(2 * ybytes + n1 + n2, "DynamicMxQuantWithDualAxis outputs")
     y1, y2, s1, s2 = _empty(ybytes), _empty(ybytes), _empty(n1), _empty(n2)
-    overruns = launch.run(_x_bits(xa), y1, s1, y2, s2, tr, p1, p2, r32, validate=validate)
+    overruns = launch.run(_x_bits(xa), y1, s1, y2, s2, tr, p1, p2, r32, merge=1 if device_walk else None,
+                          validate=validate)
     return y1, s1, y2, s2, tr, overruns
 
 
@@ -62,7 +63,7 @@ def _y_view(y, shape, y_dtype):
 
 def npu_dynamic_mx_quant_with_dual_axis(input, *, round_mode="rint", dst_type=296, scale_alg=0, dst_type_max=0.0,
                                         soc=DEFAULT_SOC, signed_zero=True, ftz=False, fp4_nibble_order="low_first",
-                                        core_num=None, ub_size=None, validate=True, trace=False):
+                                        core_num=None, ub_size=None, device_walk=False, validate=True, trace=False):
     """torch_npu.npu_dynamic_mx_quant_with_dual_axis(input, ...) -> (y1, mxscale1, y2, mxscale2): MX quantisation
     of an fp16/bf16 tensor of rank 2-7 in blocks of 32 along axis -1 (y1, mxscale1) and axis -2 (y2, mxscale2).
 
@@ -70,7 +71,9 @@ def npu_dynamic_mx_quant_with_dual_axis(input, *, round_mode="rint", dst_type=29
     292), a dtype or a name. scale_alg 0 (OCP), 1 (cuBLAS, FP8), 2 (dynamic range, FLOAT4_E2M1, with
     dst_type_max 0 or [6, 12]: the call goes to aclnnDynamicMxQuantWithDualAxisV2). Emulator keywords: ``soc``
     (Ascend 950 only, else 361001), the codec switches ``signed_zero``, ``ftz``, ``fp4_nibble_order``
-    (docs/ops/mx_quant.md §1), ``core_num`` / ``ub_size`` (tiling only), ``validate``, ``trace``.
+    (docs/ops/mx_quant.md §1), ``core_num`` / ``ub_size`` (tiling only), ``device_walk`` (each core walks its tasks
+    one by one as the device does, instead of a row block's tasks as one segment; same values), ``validate``,
+    ``trace``.
     """
     origin = Origin()
     xa = as_array(input, "input", origin=origin)
@@ -93,7 +96,8 @@ def npu_dynamic_mx_quant_with_dual_axis(input, *, round_mode="rint", dst_type=29
     else:
         y1, s1, y2, s2, tr, overruns = _run(xa, x_desc.dtype, y_dtype, round_mode, scale_alg, dst_type_max, soc=soc,
                                             signed_zero=signed_zero, ftz=ftz, fp4_nibble_order=fp4_nibble_order,
-                                            core_num=core_num, ub_size=ub_size, validate=validate)
+                                            core_num=core_num, ub_size=ub_size, validate=validate,
+                                            device_walk=device_walk)
     result = (to_user(_y_view(y1, xa.shape, y_dtype), origin), to_user(s1.reshape(s1_shape), origin),
               to_user(_y_view(y2, xa.shape, y_dtype), origin), to_user(s2.reshape(s2_shape), origin))
     if trace:

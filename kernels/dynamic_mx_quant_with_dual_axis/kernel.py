@@ -50,17 +50,17 @@ def device(dst, mode):
 
 
 @njit(**_INL)
-def _task(td, t, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, p1, p2, r32, mlb32):
-    """ProcessOneLoop of task t: its rows in 32-row groups, both axes from each group."""
+def _segment(td, t, cbn, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, p1, p2, r32, mlb32):
+    """ProcessOneLoop of tasks t .. t + cbn - 1, consecutive column blocks of one row block (cbn = 1: one task,
+    as the device runs it): the rows in 32-row groups, both axes from each group."""
     m, n, bs = td.dimNeg2, td.dimNeg1, td.blockSize
     nb1 = td.dimNeg1BlockNum
     cb = t % nb1
-    rest = t // nb1
-    rb = rest % td.dimNeg2SplitBlockNum
+    rb = (t // nb1) % td.dimNeg2SplitBlockNum
     batch = t // td.blockCountPerBatch
-    ncols = td.dimNeg1Tail if cb == nb1 - 1 else td.blockW
-    nrows = td.dimNeg2Tail if rb == td.dimNeg2SplitBlockNum - 1 else td.splitBlockH
     c0 = cb * td.blockW
+    ncols = min((cb + cbn) * td.blockW, n) - c0                 # calcCol: dimNeg1Tail in the last column block
+    nrows = td.dimNeg2Tail if rb == td.dimNeg2SplitBlockNum - 1 else td.splitBlockH
     row0 = rb * td.splitBlockH
     xbase = batch * m * n + c0                                   # element (row 0 of the batch, column c0)
     ybase = xbase // 2 if FP4 else xbase
@@ -77,7 +77,7 @@ def _task(td, t, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, p1,
         s2b = ((batch * s2pairs + grp // 2) * n + c0) * 2
         _column_blocks(x_gm, xbase, n, g0, g1, ncols, y2_gm, ybase, ystride, s2_gm, s2b, grp % 2, scr, scr16,
                        recips, p2, r32, mlb32)
-        if grp % 2 == 0 and g1 == m and (m + bs - 1) // bs % 2 == 1:
+        if grp % 2 == 0 and g1 == m:
             # the odd last group's pair slot (dimNeg2IsOdd): the device interleaves a stale tmpScale2 row here
             # (undefined); npu-emu writes the documented pad 0x00
             for j in range(ncols):
@@ -89,24 +89,34 @@ def _task(td, t, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, p1,
 
 
 @njit(**_INL)
-def _core(core, td, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2, r32, mlb32):
-    """Process(): the core's contiguous run of tasks (InitParams' head / tail split)."""
+def _core(core, td, merge, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2, r32, mlb32):
+    """Process(): the core's contiguous run of tasks (InitParams' head / tail split). ``merge`` > 1: up to that
+    many of the core's consecutive tasks of one row block run as one segment (the same blocks in fewer and longer
+    row pieces; values cannot change, every block is formed from its own 32 elements alone); 1: task by task, as
+    the device walks them."""
     if core < td.headCoreNum:
         first, count = core * td.blockPerHeadCore, td.blockPerHeadCore
     else:
         first = td.headCoreNum * td.blockPerHeadCore + (core - td.headCoreNum) * td.blockPerTailCore
         count = td.blockPerTailCore
-    w = td.blockW
+    span = max(np.int64(1), min(merge, td.dimNeg1BlockNum))
+    w = span * td.blockW
     scr = np.empty(w, np.int64)
     scr16 = np.empty(w, np.uint16)
     recips = np.empty(w, np.float32)
     todo = np.empty(w // td.blockSize, np.int8)
-    for t in range(first, first + count):
-        _task(td, np.int64(t), x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, p1, p2, r32, mlb32)
+    nb1 = td.dimNeg1BlockNum
+    t = first
+    while t < first + count:
+        cbn = min(nb1 - t % nb1, first + count - t, span)
+        _segment(td, np.int64(t), np.int64(cbn), x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, p1, p2,
+                 r32, mlb32)
+        t += cbn
 
 
 @njit(parallel=PARALLEL, **_FN)
-def dynamic_mx_quant_with_dual_axis_kernel(block_dim, td, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2, r32, mlb32):
+def dynamic_mx_quant_with_dual_axis_kernel(block_dim, td, merge, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2, r32,
+                                           mlb32):
     """One prange iteration per core (blockIdx >= usedCoreNum returns at once, so block_dim = usedCoreNum)."""
     for core in prange(block_dim):
-        _core(np.int64(core), td, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2, r32, mlb32)
+        _core(np.int64(core), td, merge, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2, r32, mlb32)

@@ -84,17 +84,20 @@ def dual_access(td, fp4):
     return ap
 
 
-def run(x_bits, y1, s1, y2, s2, tr, p1, p2, r32, *, validate=True):
-    """Launch the kernel on uint16 x words and uint8 output buffers -> the GM overrun records (none expected)."""
+def run(x_bits, y1, s1, y2, s2, tr, p1, p2, r32, *, merge=None, validate=True):
+    """Launch the kernel on uint16 x words and uint8 output buffers -> the GM overrun records (none expected).
+    ``merge``: how many of a core's consecutive tasks of one row block run as one segment (kernel._core; None:
+    a whole row block, the fast walk); 1 walks the tasks one by one as the device does. The values are the same."""
     td = tr.tiling
     fp4 = p1[P_DST] >= D_E2M1
+    merge = td.dimNeg1BlockNum if merge is None else int(merge)
     access = checked_access(("dynamic_mx_quant_with_dual_axis", tr, bool(fp4)), lambda: dual_access(td, fp4),
                             ub_size=tr.ub_size, what="dynamic_mx_quant_with_dual_axis tiling") if validate else None
     dev = kernel.device(int(p1[P_DST]), mx_kernel.mode_of(p1))
 
     def dynamic_mx_quant_with_dual_axis(block_dim, tdn, ub_size, x_gm, y1_gm, s1_gm, y2_gm, s2_gm):
-        dev.dynamic_mx_quant_with_dual_axis_kernel(block_dim, tdn, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2,
-                                                   np.float32(r32), np.float32(0.0))
+        dev.dynamic_mx_quant_with_dual_axis_kernel(block_dim, tdn, np.int64(merge), x_gm, y1_gm, s1_gm, y2_gm, s2_gm,
+                                                   p1, p2, np.float32(r32), np.float32(0.0))
 
     report = launch(dynamic_mx_quant_with_dual_axis, tr.block_dim, td, x_bits, y1, s1, y2, s2, ub_size=tr.ub_size,
                     access=access, validate=validate)
