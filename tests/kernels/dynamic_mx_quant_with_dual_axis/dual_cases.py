@@ -49,7 +49,7 @@ def special_x(x_dtype, seed, shape=(2, 100, 200)):
                     tile[...] = kind
                 else:
                     tile[0, (r0 // 32) % tile.shape[1], 3 % tile.shape[2]] = kind   # one special element in a random tile
-    x[0, 5, 7], x[1, 40, 9] = big, -big
-    x[0, 70, 150] = -1e-30
-    x[1, 99, 199] = sub
+    x[0, 5 % m, 7 % n], x[-1, 40 % m, 9 % n] = big, -big
+    x[0, 70 % m, 150 % n] = -1e-30
+    x[-1, m - 1, n - 1] = sub
     return x.astype(X_DTYPES[x_dtype])
