@@ -8,14 +8,14 @@ kernel binary. Order = docs/ops/gather_dequant_int8.md §2.3, first failure wins
 
 import numpy as np
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import (
     ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
     ACLNN_ERR_PARAM_INVALID,
     ACLNN_ERR_PARAM_NULLPTR,
     AclnnError,
 )
-from npu_emu.frontend import resolve_dtype
+from npu_emu.frontend.core import resolve_dtype
 
 OP = "GatherDequantInt8"
 INPUTS = ("table", "indices", "scale", "zero_point")
@@ -51,7 +51,7 @@ def require_kernel(soc):
 
 
 def check_inputs(table, indices, scale, zero_point, out=None):
-    """Checks 1-5 of docs/ops/gather_dequant_int8.md §2.3 on arrays already normalised by npu_emu.frontend.as_array
+    """Checks 1-5 of docs/ops/gather_dequant_int8.md §2.3 on arrays already normalised by npu_emu.frontend.core.as_array
     (None allowed here).
 
     ``out`` is the aclnn output tensor (None for the ops front end, which allocates it). Returns (V, E).

@@ -1,4 +1,4 @@
-"""Memory guard (issue 11): an op whose estimated allocation exceeds the cap (npu_emu.frontend.set_memory_limit or
+"""Memory guard (issue 11): an op whose estimated allocation exceeds the cap (npu_emu.frontend.core.set_memory_limit or
 NPU_EMU_MEMORY_LIMIT, else the machine's available memory) raises AclnnError 361001 naming the size and the cap
 before it allocates -- the torch_npu-style function raises, the aclnn pair returns the status with out untouched.
 
@@ -13,7 +13,7 @@ import pytest
 
 import npu_emu.ops as ops
 import npu_reliability as H
-from npu_emu import frontend
+from npu_emu.frontend import core as frontend
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_RUNTIME_ERROR, AclnnError
 
 MX_HOME = "npu_emu.kernels.mx_quant.api"
