@@ -12,7 +12,7 @@ for FP4; mxscale1 [..., M, ceil(N/64), 2] and mxscale2 [..., ceil(M/64), N, 2] u
 import numpy as np
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import Executor, Origin, as_array, as_int, check_memory, get_workspace, run_executor, to_user, \
+from npu_emu.frontend.core import Executor, Origin, as_array, as_int, check_memory, get_workspace, run_executor, to_user, \
     write_out
 from npu_emu.kernels.dynamic_mx_quant_with_dual_axis import checks, launch, tiling as tiling_mod
 from npu_emu.kernels.mx_quant import checks as mx_checks
@@ -20,7 +20,7 @@ from npu_emu.kernels.mx_quant.api import _ML_FP8, _empty, _float_arg, _make_trac
     _x_name
 from npu_emu.kernels.mx_quant.checks import Desc
 from npu_emu.kernels.mx_quant.tiling import FP4
-from npu_emu import memo
+from npu_emu.device import memo
 
 DEFAULT_SOC = tiling_mod.DEFAULT_SOC
 OPS_EXPORTS = ["npu_dynamic_mx_quant_with_dual_axis"]

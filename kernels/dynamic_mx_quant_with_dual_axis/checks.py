@@ -11,7 +11,7 @@ SoC first (docs/ops/dynamic_mx_quant_with_dual_axis.md §5).
 
 import numpy as np
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, ACLNN_ERR_RUNTIME_ERROR, AclnnError
 from npu_emu.kernels.mx_quant.checks import ACL_NAME, Desc, is_950, torch_dst_type  # noqa: F401
 from npu_emu.kernels.mx_quant.tiling import FP4, FP8

@@ -11,7 +11,7 @@ reciprocal (rounded to BF16 where the kernel multiplies in BF16), then the MX fa
 import ml_dtypes
 import numpy as np
 
-from npu_emu.goldens.mx_quant import EMAX, encode_elements, pack_fp4
+from npu_emu.kernels.mx_quant.golden import EMAX, encode_elements, pack_fp4
 
 BLOCK = 32
 R_CUBLAS = {"float8_e4m3fn": 0x3B124925, "float8_e5m2": 0x37924925}   # fl32(1/448), fl32(1/57344)

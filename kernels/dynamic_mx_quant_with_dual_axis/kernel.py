@@ -24,10 +24,10 @@ each copy, loaded by :func:`device`. Cores write disjoint GM ranges.
 import numpy as np
 from numba import prange
 
-from npu_emu.jit_options import PARALLEL
+from npu_emu.device.jit_options import PARALLEL
 from npu_emu.kernels.mx_quant import kernel as mx_kernel
 from npu_emu.kernels.mx_quant.common import D_E1M2, D_E2M1, D_E4M3, D_E5M2
-from npu_emu.specialize import const, load, njit
+from npu_emu.device.specialize import const, load, njit
 
 _INL = dict(inline="always", cache=True, error_model="numpy")
 _FN = dict(cache=True, error_model="numpy")

@@ -8,8 +8,8 @@ from npu_emu.kernels.mx_quant import kernel as mx_kernel
 from npu_emu.kernels.mx_quant.common import ALG_OCP, ALG_RANGE, ALG_RCEIL, ALG_RCEIL_NOSUB, P_DST, D_E2M1, make_params
 from npu_emu.kernels.mx_quant.kernel import _expand_rows
 from npu_emu.kernels.mx_quant.tiling import inv_dst_type_max
-from npu_emu.launch import checked_access, launch
-from npu_emu.validate import AccessPattern
+from npu_emu.device.launch import checked_access, launch
+from npu_emu.device.validate import AccessPattern
 
 
 def scale_alg_of(scale_alg, y_dtype, dst_type_max):

@@ -15,7 +15,7 @@ import numpy as np
 
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.kernels.mx_quant.tiling import DEFAULT_SOC, FP4, TilingResult, _core_count  # noqa: F401
-from npu_emu.tiling_data import TilingData
+from npu_emu.device.tiling_data import TilingData
 
 BLOCK_SIZE = 32
 BLOCK_W = 256                    # DIGIT_256: columns of a task

@@ -57,7 +57,7 @@ def test_tiling_key(rm, alg, key):
 @pytest.mark.parametrize("shape, y", [((2, 100, 600), "float8_e5m2"), ((33, 2), "float4_e2m1"),
                                       ((1, 3, 130, 70), "float4_e1m2")])
 def test_access_pattern_validates(shape, y):
-    from npu_emu.validate import validate
+    from npu_emu.device.validate import validate
     tr = t.dual_axis_tiling(shape, y_dtype=y, core_num=6)
     rep = validate(launch.dual_access(tr.tiling, y.startswith("float4")), ub_size=tr.ub_size)
     assert rep.ok, str(rep)

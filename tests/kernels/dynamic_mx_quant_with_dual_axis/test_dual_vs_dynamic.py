@@ -18,7 +18,7 @@ from dual_cases import COMBOS, TORCH_CODE, random_x, special_x
 
 from npu_emu.kernels.dynamic_mx_quant_with_dual_axis import api, golden, launch
 from npu_emu.kernels.mx_quant import api as mx_api
-from npu_emu.goldens import mx_quant as mx_golden
+from npu_emu.kernels.mx_quant import golden as mx_golden
 
 
 def _bits(a):
