@@ -2,16 +2,59 @@
 docs/ops/dynamic_mx_quant_with_dual_axis.md §4 (hicann/ops-nn: quant/dynamic_mx_quant_with_dual_axis/op_kernel/
 arch35/dynamic_mx_quant_with_dual_axis_base.h read as arithmetic, not transliterated).
 
-Never calls the kernels, the instruction layer or the njit codecs. Block statistics are computed with float32 numpy
-arithmetic and ml_dtypes casts, scales as integer codes; elements are one float32 multiply by the power-of-two
-reciprocal (rounded to BF16 where the kernel multiplies in BF16), then the MX family's reference element encoders
-(npu_emu.goldens.mx_quant.encode_elements / pack_fp4: ml_dtypes for FP8, a float64 value grid for FP4).
+Never imports npu-emu code (tests/test_layering.py). Block statistics are computed with float32 numpy arithmetic and
+ml_dtypes casts, scales as integer codes; elements are one float32 multiply by the power-of-two reciprocal (rounded
+to BF16 where the kernel multiplies in BF16), then FP8 through ml_dtypes after clipping to the format maximum (NaN
+-> +0) and FP4 by the nearest points of its value grid in the round mode (saturating, NaN -> +0, signed zeros).
 """
 
 import ml_dtypes
 import numpy as np
 
-from npu_emu.kernels.mx_quant.golden import EMAX, encode_elements, pack_fp4
+EMAX = {"float8_e4m3fn": 8, "float8_e5m2": 15, "float4_e2m1": 2, "float4_e1m2": 0}
+_FP8 = {"float8_e4m3fn": (ml_dtypes.float8_e4m3fn, 448.0), "float8_e5m2": (ml_dtypes.float8_e5m2, 57344.0)}
+_GRID = {"float4_e2m1": np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]), "float4_e1m2": np.arange(8) * 0.25}
+
+
+def _fp4_codes(v, dst, round_mode):
+    grid = _GRID[dst]
+    v = np.asarray(v, np.float64)
+    nan = np.isnan(v)
+    a = np.minimum(np.abs(np.where(nan, 0.0, v)), grid[-1])             # saturate (Inf too)
+    neg = np.signbit(v) & ~nan
+    lo = np.searchsorted(grid, a, side="right") - 1                      # largest grid point <= a
+    hi = np.minimum(lo + 1, 7)
+    exact = grid[lo] == a
+    d_lo, d_hi = a - grid[lo], grid[hi] - a
+    if round_mode == "floor":                                            # towards -inf: magnitude up if negative
+        idx = np.where(exact | ~neg, lo, hi)
+    else:
+        tie_up = (hi % 2 == 0) if round_mode == "rint" else np.ones_like(exact)
+        idx = np.where(exact, lo, np.where(d_lo < d_hi, lo, np.where(d_hi < d_lo, hi, np.where(tie_up, hi, lo))))
+    return (idx.astype(np.uint8) | np.where(neg, np.uint8(8), np.uint8(0))).astype(np.uint8)
+
+
+def encode_elements(v, dst, round_mode="rint", *, signed_zero=True):
+    """Element codes of float32 values (FP4: one code per byte, low nibble)."""
+    if dst in _FP8:
+        dt, mx = _FP8[dst]
+        v = np.asarray(v, np.float32)
+        codes = np.clip(np.where(np.isnan(v), np.float32(0), v), -mx, mx).astype(dt).view(np.uint8)
+        zero = 0x80
+    else:
+        codes, zero = _fp4_codes(v, dst, round_mode), 0x8
+    if not signed_zero:
+        codes = np.where(codes == zero, np.uint8(0), codes).astype(np.uint8)
+    return codes
+
+
+def pack_fp4(codes, nibble_order="low_first"):
+    """Two codes per byte along the last axis, element 2i in the low nibble unless ``high_first``."""
+    c = np.asarray(codes, np.uint8)
+    lo, hi = c[..., 0::2] & 0xF, c[..., 1::2] & 0xF
+    if nibble_order == "high_first":
+        lo, hi = hi, lo
+    return (lo | (hi << 4)).astype(np.uint8)
 
 BLOCK = 32
 R_CUBLAS = {"float8_e4m3fn": 0x3B124925, "float8_e5m2": 0x37924925}   # fl32(1/448), fl32(1/57344)

@@ -5,8 +5,8 @@ arguments op_kernel/arch35/dynamic_mx_quant_with_dual_axis_struct.h.
 
 The leading dims merge into dim0; a task is (batch, block of splitBlockH rows, block of blockW = 256 columns);
 splitBlockH = 2 * 32 * groupPerUb with groupPerUb from the UB budget of the double-buffered queues; the first
-headCoreNum cores take blockPerHeadCore consecutive tasks, the others blockPerTailCore (docs/ops/
-dynamic_mx_quant_with_dual_axis.md §3).
+headCoreNum cores take blockPerHeadCore consecutive tasks, the others blockPerTailCore
+(docs/ops/dynamic_mx_quant_with_dual_axis.md §3).
 """
 
 from dataclasses import dataclass
@@ -30,8 +30,6 @@ UB_BLOCK = 32
 TPL_ROUND_MODE = {"round": 0, "floor": 1, "rint": 4}
 ROUND_MODE_LIST = {"round": 0, "floor": 1, "rint": 4}      # RoundModeList values stored in tilingData.roundMode
 ACL_CODE = {"float8_e5m2": 35, "float8_e4m3fn": 36, "float4_e2m1": 40, "float4_e1m2": 41}
-NOTE = ("Ascend 950 UB size is a placeholder (262144); splitBlockH follows from it (docs/ops/"
-        "dynamic_mx_quant_with_dual_axis.md §3)")
 
 
 def _ceil_div(a, b):
