@@ -25,6 +25,7 @@ from numba import njit, prange
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.device.jit_options import PARALLEL
+from npu_emu.device.launch import host_matmul, serial_below
 
 FLOAT_ACCUM = ("exact", "kchunk", "sequential", "numpy")
 F32_EXACT_INT = 1 << 24          # integers up to 2^24 are exact in float32
@@ -83,12 +84,13 @@ def int_matmul(a, b):
     bf = b.astype(np.float32)
     first = True
     for k0 in range(0, k, step):
-        chunk = np.matmul(af[:, k0:k0 + step], bf[k0:k0 + step])
-        if first:
-            _f32_to_i32(acc, chunk)
-            first = False
-        else:
-            _add_f32_to_i32(acc, chunk)
+        chunk = host_matmul(af[:, k0:k0 + step], bf[k0:k0 + step])
+        with serial_below(2 * acc.nbytes):
+            if first:
+                _f32_to_i32(acc, chunk)
+                first = False
+            else:
+                _add_f32_to_i32(acc, chunk)
     return acc
 
 
@@ -338,7 +340,7 @@ def exact_matmul_f32(a, b, sig_a, sig_b, bias=None):
     Returns float32 (batch..., M, N).
     """
     bands_a, bands_b = _plan(a, b, sig_a, sig_b, a.shape[-1])
-    parts = [np.matmul(pa, pb) for pa in bands_a for pb in bands_b]
+    parts = [host_matmul(pa, pb) for pa in bands_a for pb in bands_b]
     shape = parts[0].shape
     if len(parts) == 1 and bias is None:
         return parts[0].astype(np.float32)                   # one exact float64 value per element: one RN
@@ -347,7 +349,8 @@ def exact_matmul_f32(a, b, sig_a, sig_b, bias=None):
     stacked = np.stack([p.reshape(nb, shape[-2], shape[-1]) for p in parts])
     bias_arr = np.zeros((1, 0)) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
     out = np.empty((nb, shape[-2], shape[-1]), np.float32)
-    _combine(stacked, bias_arr, out)
+    with serial_below(stacked.nbytes + out.nbytes):
+        _combine(stacked, bias_arr, out)
     return out.reshape(shape)
 
 
@@ -395,7 +398,7 @@ def float_matmul(a64, b64, sig_a, sig_b, *, float_accum="exact", base_k=128, bia
     a32 = a64.astype(np.float32) if a32 is None else a32
     b32 = b64.astype(np.float32) if b32 is None else b32
     if float_accum == "numpy":
-        y = np.matmul(a32, b32).astype(np.float32)
+        y = host_matmul(a32, b32).astype(np.float32)
         if bias is not None:
             y = (y + _bias_view(bias, y.ndim)).astype(np.float32)
         return y
@@ -405,7 +408,8 @@ def float_matmul(a64, b64, sig_a, sig_b, *, float_accum="exact", base_k=128, bia
         bias_arr = np.zeros((1, 0), np.float32) if bias is None else np.ascontiguousarray(bias, np.float32)
         a3 = np.ascontiguousarray(np.broadcast_to(a32, shape[:-2] + a32.shape[-2:])).reshape((-1,) + a32.shape[-2:])
         b3 = np.ascontiguousarray(np.broadcast_to(b32, shape[:-2] + b32.shape[-2:])).reshape((-1,) + b32.shape[-2:])
-        _sequential(a3, b3, bias_arr, out)
+        with serial_below(4 * out.size * a3.shape[-1]):     # k multiply-adds per output element
+            _sequential(a3, b3, bias_arr, out)
         return out.reshape(shape)
     # kchunk: exact within each baseK chunk, rounded, then accumulated in fp32 in k order
     k = a64.shape[-1]
