@@ -75,6 +75,12 @@ def npu_anti_mx_quant(x, mxscale, *, axis=-1, dst_type=15, src_type=292):
     return x.new_empty((*x.shape[:-1], x.shape[-1] * (2 if fp4 else 1)), dtype=out)
 
 
+def npu_quantize(input, scales, zero_points, dtype, axis=1, div_mode=True):
+    if int(dtype) == 16:         # torch.quint4x2: eight int4 per int32 along the last axis
+        return input.new_empty((*input.shape[:-1], input.shape[-1] // 8), dtype=torch.int32)
+    return input.new_empty(input.shape, dtype=torch.int8)
+
+
 def gather_dequant_int8(table, indices, scale, zero_point):
     return table.new_empty((*indices.shape, table.shape[-1]), dtype=torch.float16)
 
@@ -92,6 +98,6 @@ def data_copy_dequant(acc, deq_value, *, mode="DEQ8", is_relu=False):
     return acc.new_empty(acc.shape, dtype=out)
 
 
-FAKES = {name: globals()[name] for name in (
+FAKES = {name: globals()[name] for name in ("npu_quantize", 
     "npu_sign_bits_pack", "npu_sign_bits_unpack", "npu_dynamic_mx_quant", "npu_grouped_dynamic_mx_quant",
     "npu_quant_matmul", "npu_trans_quant_param", "npu_anti_mx_quant", "gather_dequant_int8", "data_copy_dequant")}

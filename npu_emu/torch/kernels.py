@@ -115,6 +115,12 @@ def npu_grouped_dynamic_mx_quant(x, group_index, *, round_mode="rint", dst_type=
 def npu_quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=None, output_dtype=None,
                      x1_dtype=None, x2_dtype=None, pertoken_scale_dtype=None, scale_dtype=None, group_sizes=None,
                      y_scale=None):
+    # a weight npu_format_cast recorded as FRACTAL_NZ goes in as an NzWeight (the WeightNz path)
+    from npu_emu.torch import formats
+
+    nz = formats.nz_operand(x2, x2_dtype) if isinstance(x2, torch.Tensor) else None
+    if nz is not None:
+        x2, x2_dtype = nz, None
     # integers in the ops' *_dtype keywords are aclDataType values: only torch dtypes and names cross over
     return ops.npu_quant_matmul(x1, x2, scale, offset=offset, pertoken_scale=pertoken_scale, bias=bias,
                                 output_dtype=dtype_arg(output_dtype, "output_dtype"),
@@ -136,6 +142,18 @@ def npu_anti_mx_quant(x, mxscale, *, axis=-1, dst_type=15, src_type=292):
                                  src_type=296 if src_type is None else src_type)
 
 
+def npu_quantize(input, scales, zero_points, dtype, axis=1, div_mode=True):
+    from npu_emu.kernels.ascend_quant import api
+
+    return api.npu_quantize(input, scales, zero_points, int(dtype), axis, div_mode, **_soc_a2())
+
+
+def _soc_a2():
+    # AscendQuantV2 is emulated for the A2 / A3 kernel only: under an Ascend 950 session (MX layers) npu_quantize
+    # runs the A2 kernel (docs/ops/ascend_quant.md §1)
+    return {} if SOC is None or SOC.startswith("ascend950") else {"soc": SOC}
+
+
 def gather_dequant_int8(table, indices, scale, zero_point):
     return ops.gather_dequant_int8(table, indices, scale, zero_point, **_soc())
 
@@ -144,6 +162,6 @@ def data_copy_dequant(acc, deq_value, *, mode="DEQ8", is_relu=False):
     return ops.data_copy_dequant(acc, deq_value, mode=mode, is_relu=is_relu)
 
 
-KERNELS = {name: globals()[name] for name in (
+KERNELS = {name: globals()[name] for name in ("npu_quantize", 
     "npu_sign_bits_pack", "npu_sign_bits_unpack", "npu_dynamic_mx_quant", "npu_grouped_dynamic_mx_quant",
     "npu_quant_matmul", "npu_trans_quant_param", "npu_anti_mx_quant", "gather_dequant_int8", "data_copy_dequant")}

@@ -33,6 +33,9 @@ TORCH_NPU_SCHEMAS = {
     "npu_trans_quant_param": "npu_trans_quant_param(Tensor scale, Tensor? offset=None, int? round_mode=0) -> Tensor",
     "npu_anti_mx_quant": (
         "npu_anti_mx_quant(Tensor x, Tensor mxscale, *, int? axis=-1, int? dst_type=15, int? src_type=292) -> Tensor"),
+    "npu_quantize": (
+        "npu_quantize(Tensor input, Tensor scales, Tensor? zero_points, int dtype, int axis=1, bool div_mode=True) "
+        "-> Tensor"),
 }
 
 # Ops without a torch_npu function. data_copy_dequant takes the scalar deq word only (DEQ8 / DEQ16 / DEQS16): the
