@@ -29,7 +29,7 @@ SHARDS, PER_SHARD, SHAPE = 4, 2, (2048, 4096)
 
 def _write(path, tensors):
     """A bf16 safetensors shard, its header made by the job's own writer (the tests' writer is the independent one)."""
-    from npu_emu.checkpoint import _header_bytes
+    from npu_emu.dask.checkpoint import _header_bytes
 
     head, _ = _header_bytes([(n, "BF16", a.shape, a.nbytes) for n, a in tensors.items()], {"format": "pt"})
     with open(path, "wb") as f:
@@ -57,7 +57,7 @@ def input_bytes():
 
 def ops_loop(src, out):
     """The single-process baseline: whole tensors through npu_emu.ops, outputs written as raw bytes."""
-    from npu_emu import checkpoint as ck
+    from npu_emu.dask import checkpoint as ck
     from npu_emu.ops import npu_dynamic_mx_quant
 
     os.makedirs(out, exist_ok=True)
@@ -99,7 +99,7 @@ class CheckpointThroughput(_Job):
     def setup(self, src, workers):
         from distributed import Client
 
-        from npu_emu import checkpoint as ck
+        from npu_emu.dask import checkpoint as ck
         from npu_emu import dask as nd
 
         self._outs = []
@@ -148,7 +148,7 @@ class ChunkMemory(_Job):
         self._outs = []
 
     def peakmem_synchronous(self, src, chunk_mb):
-        from npu_emu import checkpoint as ck
+        from npu_emu.dask import checkpoint as ck
 
         ck.quantize_checkpoint(src, self._out(), format="mxfp8", scheduler="synchronous", chunk_mb=chunk_mb,
                                progress=False)
@@ -158,7 +158,7 @@ class ChunkMemory(_Job):
 
         from distributed import Client
 
-        from npu_emu import checkpoint as ck
+        from npu_emu.dask import checkpoint as ck
         from npu_emu import dask as nd
 
         cluster = nd.local_cluster(n_workers=2, dashboard_address=None)

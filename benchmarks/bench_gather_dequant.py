@@ -1,7 +1,7 @@
 """GatherDequantInt8 at an LLM vocabulary (issue 5: V = 151936, E = 4096, N = 8192) and at the Kirin
 deployment size of docs/ops/gather_dequant_int8.md §7 (V = 10240, E = 256, N = 4096).
 
-Baseline in the same run: the plain-numpy golden (npu_emu.goldens.gather_dequant_int8, two numpy float16
+Baseline in the same run: the plain-numpy golden (npu_emu.kernels.gather_dequant_int8.golden, two numpy float16
 operations). Trackers are lower-is-better ratios (asv's convention); no device roofline, the Kirin 9020's
 bandwidth is not public (docs/device/platforms.md §3.3).
 """
@@ -9,7 +9,7 @@ bandwidth is not public (docs/device/platforms.md §3.3).
 import numpy as np
 
 from benchmarks.common import best_seconds, host_roofline_seconds, use_threads
-from npu_emu.goldens import gather_dequant_int8 as golden
+from npu_emu.kernels.gather_dequant_int8 import golden as golden
 from npu_emu.kernels.gather_dequant_int8 import api, kernel, tiling
 
 SHAPES = {"llm": (151936, 4096, 8192), "kirin": (10240, 256, 4096)}     # (V, E, N)

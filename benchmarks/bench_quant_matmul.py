@@ -13,7 +13,7 @@ import ml_dtypes
 import numpy as np
 
 from npu_emu.kernels.quant_matmul.api import npu_quant_matmul
-from npu_emu.platforms import get as get_platform
+from npu_emu.device.platforms import get as get_platform
 
 SHAPES = ["4096x4096x4096", "4096x7168x7168"]     # M x K x N
 

@@ -11,8 +11,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from npu_emu.goldens import sign_bits as golden
-from npu_emu.jit_options import PARALLEL
+from npu_emu.kernels.sign_bits import golden as golden
+from npu_emu.device.jit_options import PARALLEL
 from npu_emu.kernels.sign_bits import kernel, tiling
 
 from .common import best_seconds, device_roofline_seconds, host_roofline_seconds

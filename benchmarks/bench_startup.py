@@ -1,4 +1,4 @@
-"""Time to first result: for every op configuration of npu_emu.op_configs (the list `npu-emu compile` runs), the
+"""Time to first result: for every op configuration of npu_emu.cli.op_configs (the list `npu-emu compile` runs), the
 first call's seconds in a fresh process with an empty numba cache (cold: numba compiles) and with that
 configuration's cache filled (warm: numba loads), the import times of npu_emu and npu_emu.ops in a fresh
 interpreter, the tiny repeated call's cost, and `npu-emu compile --jobs 2` of everything into an empty cache.
@@ -18,13 +18,13 @@ import subprocess
 import sys
 import tempfile
 
-from npu_emu import op_configs
+from npu_emu.cli import op_configs
 
 CONFIGS = list(op_configs.CONFIGS)
 
 _FIRST_CALL = """
 import json, sys, time
-from npu_emu import op_configs
+from npu_emu.cli import op_configs
 import npu_emu.ops
 call = op_configs.CONFIGS[sys.argv[1]].build()
 c0, t0 = time.thread_time(), time.perf_counter()

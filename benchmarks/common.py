@@ -13,7 +13,7 @@ import numpy as np
 # (docs/contributing/numba_rules.md §5.2).
 HOST_COPY_BPS_PER_THREAD = 25e9
 
-# Device rooflines are the HBM bandwidths of npu_emu.platforms (docs/device/platforms.md §4): 910B2 1.6e12 B/s,
+# Device rooflines are the HBM bandwidths of npu_emu.device.platforms (docs/device/platforms.md §4): 910B2 1.6e12 B/s,
 # 950PR 1.6e12 B/s, 950DT 4.0e12 B/s. Benchmarks name the devices by these short keys.
 DEVICES = {"910B2": "ascend910b2", "950PR": "ascend950pr", "950DT": "ascend950dt"}
 
@@ -53,6 +53,6 @@ def host_roofline_seconds(bytes_moved, threads):
 
 
 def device_roofline_seconds(bytes_moved, device, flops=0):
-    from npu_emu import platforms
+    from npu_emu.device import platforms
 
     return platforms.get(DEVICES[device]).device_seconds(bytes_moved, flops)

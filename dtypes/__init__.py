@@ -28,6 +28,7 @@ from npu_emu.dtypes.scalar import (  # noqa: F401  (re-exported round-mode ints)
     CAST_ROUND,
     CAST_TRUNC,
 )
+from npu_emu import dtype_table as _table
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, nullptr
 
 __all__ = [
@@ -42,25 +43,13 @@ _MODE_NAMES = {v: k for k, v in ROUND_MODES.items()}
 FormatInfo = namedtuple("FormatInfo", "name acl bits round_modes")
 # round_modes: the modes docs/codecs.md §2.3 allows when encoding to the format, the default first.
 # float8_e8m0 has no mode in the ISA (exponent truncation); npu-emu calls that rule "trunc".
-FORMATS = {
-    "hifloat8": FormatInfo("hifloat8", 34, 8, ("round", "hybrid")),
-    "float8_e5m2": FormatInfo("float8_e5m2", 35, 8, ("rint",)),
-    "float8_e4m3fn": FormatInfo("float8_e4m3fn", 36, 8, ("rint",)),
-    "float8_e8m0": FormatInfo("float8_e8m0", 37, 8, ("trunc",)),
-    "float6_e3m2": FormatInfo("float6_e3m2", 38, 6, ()),
-    "float6_e2m3": FormatInfo("float6_e2m3", 39, 6, ()),
-    "float4_e2m1": FormatInfo("float4_e2m1", 40, 4, ("rint", "round", "floor", "ceil", "trunc")),
-    "float4_e1m2": FormatInfo("float4_e1m2", 41, 4, ("rint", "round", "floor", "ceil", "trunc")),
+# the low-precision formats of the one dtype table (npu_emu.dtype_table), with the modes each allows
+_ROUND_MODES_OF = {
+    "hifloat8": ("round", "hybrid"), "float8_e5m2": ("rint",), "float8_e4m3fn": ("rint",), "float8_e8m0": ("trunc",),
+    "float6_e3m2": (), "float6_e2m3": (),
+    "float4_e2m1": ("rint", "round", "floor", "ceil", "trunc"), "float4_e1m2": ("rint", "round", "floor", "ceil", "trunc"),
 }
-_FORMAT_ALIASES = {
-    # ml_dtypes spellings
-    "float8_e8m0fnu": "float8_e8m0", "float4_e2m1fn": "float4_e2m1", "float6_e3m2fn": "float6_e3m2",
-    "float6_e2m3fn": "float6_e2m3",
-    # aclDataType names
-    "acl_hifloat8": "hifloat8", "acl_float8_e5m2": "float8_e5m2", "acl_float8_e4m3fn": "float8_e4m3fn",
-    "acl_float8_e8m0": "float8_e8m0", "acl_float6_e3m2": "float6_e3m2", "acl_float6_e2m3": "float6_e2m3",
-    "acl_float4_e2m1": "float4_e2m1", "acl_float4_e1m2": "float4_e1m2",
-}
+FORMATS = {d.name: FormatInfo(d.name, d.acl, d.bits, _ROUND_MODES_OF[d.name]) for d in _table.codecs()}
 _BY_ACL = {f.acl: f.name for f in FORMATS.values()}
 _FP16_MODES = ("rint", "round", "floor", "ceil", "trunc", "odd")
 
@@ -88,7 +77,7 @@ def resolve_format(fmt):
         except TypeError:
             raise _invalid(f"format {fmt!r} is neither a name, an aclDataType code nor a dtype; use one of "
                            f"{', '.join(FORMATS)}") from None
-    key = _FORMAT_ALIASES.get(key, key)
+    key = _table.canonical(key) or key
     if key in FORMATS:
         return key
     raise _invalid(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)} (or aclDataType 34-41, or an "
@@ -332,9 +321,7 @@ def to_bfloat16(x, *, round_mode="rint", saturate=False):
 # aclnnCast chains (docs/codecs.md §10, hicann/ops-math: math/cast/op_kernel/arch35/cast_struct.h castMap)
 
 _PLAIN = {"float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16}
-_PLAIN_ALIASES = {"float": "float32", "fp32": "float32", "acl_float": "float32", "half": "float16",
-                  "fp16": "float16", "acl_float16": "float16", "bf16": "bfloat16", "acl_bf16": "bfloat16"}
-_PLAIN_ACL = {0: "float32", 1: "float16", 27: "bfloat16"}
+_PLAIN_ACL = {_table.BY_NAME[name].acl: name for name in _PLAIN}
 
 
 def _resolve_type(t, what):
@@ -343,7 +330,7 @@ def _resolve_type(t, what):
     if isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) and int(t) in _PLAIN_ACL:
         return _PLAIN_ACL[int(t)]
     if isinstance(t, str):
-        key = _PLAIN_ALIASES.get(t.strip().lower(), t.strip().lower())
+        key = _table.canonical(t)
         if key in _PLAIN:
             return key
     elif not isinstance(t, (int, np.integer, bool, np.bool_)):

@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit, prange
 
 from npu_emu.dtypes import scalar as S
-from npu_emu.jit_options import PARALLEL
+from npu_emu.device.jit_options import PARALLEL
 
 _PAR = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 

@@ -8,7 +8,9 @@ from npu_emu.errors import AclnnError
 __version__ = "0.1.0"
 __all__ = ["AclnnError", "__version__"]
 
-_LAZY = {"dtypes", "platforms", "ascendc", "ops", "aclnn", "kernels", "goldens", "launch", "cli"}
+_LAZY = {"dtypes", "ascendc", "ops", "aclnn", "kernels", "device", "frontend", "cli"}
+# the device model's modules, reachable as npu_emu.<name> attributes as before they moved into npu_emu.device
+_DEVICE = {"platforms", "launch"}
 
 
 def __getattr__(name):
@@ -16,4 +18,8 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f"npu_emu.{name}")
+    if name in _DEVICE:
+        import importlib
+
+        return importlib.import_module(f"npu_emu.device.{name}")
     raise AttributeError(f"module 'npu_emu' has no attribute {name!r}")

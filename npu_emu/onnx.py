@@ -6,7 +6,7 @@ module runs such a model with ``onnx.reference.ReferenceEvaluator``: every node 
 that calls the op through ``npu_emu.ops`` (with the op's checks), every other node runs on the reference
 implementation. Needs the ``onnx`` package (``pip install 'npu-emu[onnx]'``); ``import npu_emu`` does not import it.
 
-A node table entry says, once, how a node maps to the op: its op_type and domain, its inputs in the exporter's
+A node is declared once, by its op (kernels/<op>/op.py: OnnxNode), saying how it maps to the op: its op_type and domain, its inputs in the exporter's
 order, its attributes with their defaults, and the call. An input or attribute the op rejects raises the op's
 ``AclnnError`` (CANN status code), its message prefixed with the node's name.
 
@@ -38,44 +38,21 @@ class NodeSpec:
     op: str = ""                                      # the npu_emu.ops function it runs (for `check`)
 
 
-def _ops():
-    import npu_emu.ops as ops
+def _spec(node):
+    """The NodeSpec of a declared node (kernels/<op>/op.py: OnnxNode)."""
+    from npu_emu.frontend import registry
 
-    return ops
-
-
-def _gather_dequant_int8(table, indices, scale, zero_point):
-    return (_ops().gather_dequant_int8(table, indices, scale, zero_point),)
+    attributes = {name: REQUIRED if default is None else default for name, default in node.attributes}
+    return NodeSpec(node.op_type, node.domain, tuple(node.inputs), attributes, registry.load(node.call), node.op)
 
 
-# torch_npu's exporter writes the unpack's output dtype as an int: 0 = float32, 1 = float16
-# (Ascend/pytorch: torch_npu/onnx/wrapper_onnx_ops.py, NPUSignBitsUnpackOP).
-_SIGN_BITS_DTYPES = {0: "float32", 1: "float16"}
+def _nodes():
+    from npu_emu.frontend import registry
+
+    return tuple(_spec(n) for n, _ in registry.onnx_nodes())
 
 
-def _sign_bits_pack(x, size):
-    return (_ops().npu_sign_bits_pack(x, size),)
-
-
-def _sign_bits_unpack(x, size, dtype):
-    if dtype not in _SIGN_BITS_DTYPES:
-        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"attribute dtype={dtype} is not one torch_npu's exporter writes; "
-                                                  f"use 0 (float32) or 1 (float16)")
-    return (_ops().npu_sign_bits_unpack(x, size, _SIGN_BITS_DTYPES[dtype]),)
-
-
-NODES = (
-    # The Kirin 9020 sample (hicann/cann-recipes-harmony-infer: ops/ascendc/src/gather_dequant_int8_custom/):
-    # test/create_onnx.py writes the node in the default domain; its ONNX plugin also maps domain "custom".
-    NodeSpec("GatherDequantInt8", "", ("table", "indices", "scale", "zero_point"), {}, _gather_dequant_int8,
-             "gather_dequant_int8"),
-    NodeSpec("GatherDequantInt8", "custom", ("table", "indices", "scale", "zero_point"), {}, _gather_dequant_int8,
-             "gather_dequant_int8"),
-    # torch_npu's ONNX export of its own ops (domain "npu")
-    NodeSpec("NPUSignBitsPack", "npu", ("self",), {"size": REQUIRED}, _sign_bits_pack, "npu_sign_bits_pack"),
-    NodeSpec("NPUSignBitsUnpack", "npu", ("input",), {"size": REQUIRED, "dtype": REQUIRED}, _sign_bits_unpack,
-             "npu_sign_bits_unpack"),
-)
+NODES = _nodes()
 
 _BY_KEY = {(spec.domain, spec.op_type): spec for spec in NODES}
 
@@ -242,7 +219,7 @@ def cli_run(model_path, inputs, shapes, out_dir):
         feeds[name] = data.reshape(shape)
     if not os.path.isdir(out_dir):
         raise SystemExit(f"npu-emu: the output folder {out_dir} does not exist; create it first")
-    from npu_emu.cli import write_case
+    from npu_emu.frontend.binfile import write_case
 
     results = run(model, feeds)
     outputs = {name: (f"{name}.bin", arr) for name, arr in results.items()}

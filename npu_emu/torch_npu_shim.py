@@ -22,20 +22,15 @@ import sys
 import traceback
 import types
 
+from npu_emu import dtype_table
+
 NAME = "torch_npu"
 
 # torch_npu's dtype constants are plain ints: each aclDataType code plus 256 (TORCH_NPU_ENUM_OFFSET in
 # Ascend/pytorch torch_npu/csrc/custom_dtype/Init.h), exported from torch_npu._C._cd.DType onto the torch_npu module.
 # The ints are what op-plugin's `int dst_type` / `int? scale_dtype` slots take; the offset keeps them apart from
 # torch's ScalarType codes (bfloat16 = 15), which the same slots also accept.
-_ACL_DTYPES = (
-    ("float32", 0), ("float16", 1), ("int8", 2), ("int32", 3), ("uint8", 4), ("int16", 6), ("uint16", 7),
-    ("uint32", 8), ("int64", 9), ("uint64", 10), ("float64", 11), ("bool", 12), ("string", 13), ("complex64", 16),
-    ("complex128", 17), ("bfloat16", 27), ("int4", 29), ("uint1", 30), ("complex32", 33), ("hifloat8", 34),
-    ("float8_e5m2", 35), ("float8_e4m3fn", 36), ("float8_e8m0fnu", 37), ("float6_e3m2", 38), ("float6_e2m3", 39),
-    ("float4_e2m1fn_x2", 40), ("float4_e1m2fn_x2", 41),
-)
-DTYPES = {name: 256 + acl for name, acl in _ACL_DTYPES}
+DTYPES = {d.torch_npu: d.torch_npu_code for d in dtype_table.TABLE if d.torch_npu}
 
 _MARK = "__npu_emu_shim__"   # on the module object: this copy of the file may run as __main__ (python -m)
 

@@ -29,8 +29,8 @@ def _probe(code, tmp_path):
 # Modules that naming the API must not load: every op family's kernel, tiling and front-end code, the instruction
 # layer, the codecs (all numba-decorated), and numba, llvmlite and ml_dtypes themselves (ml_dtypes 0.7.0 alone
 # takes ~1 s to import).
-_HEAVY = ("npu_emu.kernels", "npu_emu.ascendc", "npu_emu.dtypes", "npu_emu.frontend", "npu_emu.launch",
-          "npu_emu.validate", "npu_emu.tiling_data", "numba", "llvmlite", "ml_dtypes")
+_HEAVY = ("npu_emu.kernels", "npu_emu.ascendc", "npu_emu.dtypes", "npu_emu.frontend.core", "npu_emu.device.launch",
+          "npu_emu.device.validate", "npu_emu.device.tiling_data", "numba", "llvmlite", "ml_dtypes")
 
 _IMPORT_PROBE = f"""
 import json, sys

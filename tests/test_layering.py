@@ -11,10 +11,10 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FRONTS = ("npu_emu.frontend", "npu_emu.ops", "npu_emu.aclnn", "npu_emu.cli", "npu_emu.demo", "npu_emu.precompile",
-          "npu_emu.op_configs", "npu_emu.dask", "npu_emu.checkpoint", "npu_emu.cabi")
-DEVICE = ("npu_emu.launch", "npu_emu.validate", "npu_emu.platforms", "npu_emu.tiling_data", "npu_emu.specialize",
-          "npu_emu.memo", "npu_emu.jit_options", "npu_emu.cache_lock")
+FRONTS = ("npu_emu.frontend.core", "npu_emu.ops", "npu_emu.aclnn", "npu_emu.cli", "npu_emu.cli.demo", "npu_emu.cli.compile",
+          "npu_emu.cli.op_configs", "npu_emu.dask", "npu_emu.dask.checkpoint", "npu_emu.cabi")
+DEVICE = ("npu_emu.device.launch", "npu_emu.device.validate", "npu_emu.device.platforms", "npu_emu.device.tiling_data", "npu_emu.device.specialize",
+          "npu_emu.device.memo", "npu_emu.device.jit_options", "npu_emu.device.cache_lock")
 
 
 def module_name(path):
@@ -70,7 +70,7 @@ def violations(name, targets):
             bad.append(f"{name} ({own}) imports the front end {t}")
         elif own == "device" and _under(t, ("npu_emu.kernels",)):
             bad.append(f"{name} (device model) imports the op {t}")
-        elif own == "codecs" and not _under(t, ("npu_emu.dtypes", "npu_emu.errors", "npu_emu.jit_options")):
+        elif own == "codecs" and not _under(t, ("npu_emu.dtypes", "npu_emu.errors", "npu_emu.device.jit_options")):
             bad.append(f"{name} (codecs) imports {t}")
         elif own == "goldens" and _under(t, ("npu_emu.kernels", "npu_emu.ascendc", "npu_emu.dtypes")):
             bad.append(f"{name} (golden) imports the code under test {t}")
@@ -89,8 +89,8 @@ def test_the_rules_catch_upward_imports():
     assert violations("npu_emu.ascendc.deq", {"npu_emu.frontend.as_array"})
     assert violations("npu_emu.kernels.sign_bits.kernel", {"npu_emu.frontend.GmOverrun"})
     assert violations("npu_emu.kernels.mx_quant.tiling", {"npu_emu.kernels.mx_quant.api"})
-    assert violations("npu_emu.launch", {"npu_emu.kernels.sign_bits.kernel"})
-    assert violations("npu_emu.goldens.mx_quant", {"npu_emu.dtypes.scalar"})
-    assert violations("npu_emu.dtypes.scalar", {"npu_emu.platforms"})
-    assert not violations("npu_emu.kernels.sign_bits.api", {"npu_emu.frontend", "npu_emu.kernels.sign_bits.kernel"})
+    assert violations("npu_emu.device.launch", {"npu_emu.kernels.sign_bits.kernel"})
+    assert violations("npu_emu.kernels.mx_quant.golden", {"npu_emu.dtypes.scalar"})
+    assert violations("npu_emu.dtypes.scalar", {"npu_emu.device.platforms"})
+    assert not violations("npu_emu.kernels.sign_bits.api", {"npu_emu.frontend.core", "npu_emu.kernels.sign_bits.kernel"})
     assert not violations("npu_emu.kernels.data_copy_dequant.kernel", {"npu_emu.ascendc.deq_kernels.deq8_element"})

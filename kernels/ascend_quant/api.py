@@ -13,7 +13,7 @@ axis < -1 else -1`` (so the default axis=1 means the last axis); ``div_mode=True
 import numpy as np
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import (
+from npu_emu.frontend.core import (
     Executor,
     Origin,
     Trace,

@@ -31,8 +31,8 @@ from npu_emu.ascendc.constants import (
 )
 from npu_emu.ascendc.datacopy import DataCopyPad
 from npu_emu.ascendc.vector import Add, Adds, Mul, Muls
-from npu_emu.jit_options import PARALLEL
-from npu_emu.launch import ub_view
+from npu_emu.device.jit_options import PARALLEL
+from npu_emu.device.launch import ub_view
 
 _KJ = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 _INL = dict(inline="always", cache=True, error_model="numpy")

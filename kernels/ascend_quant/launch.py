@@ -4,7 +4,7 @@
 import numpy as np
 
 from npu_emu.kernels.ascend_quant import kernel, tiling as tiling_mod
-from npu_emu.launch import launch
+from npu_emu.device.launch import launch
 
 _BITS = {"float32": np.float32, "float16": np.uint16, "bfloat16": np.uint16}
 

@@ -10,9 +10,9 @@ emulated: the front end rejects them before tiling.
 
 from dataclasses import dataclass, field
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.tiling_data import TilingData, TilingResult
+from npu_emu.device.tiling_data import TilingData, TilingResult
 
 RESERVE_UB = 2048
 CACHE_LINE_910B = 512

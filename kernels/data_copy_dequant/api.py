@@ -6,7 +6,7 @@ per-core split; docs/ops/data_copy_dequant.md §7 describes the interface and §
 import numpy as np
 
 from npu_emu.ascendc.deq import DEFAULT_SOC
-from npu_emu.frontend import Origin, Trace, as_array, check_memory, to_user
+from npu_emu.frontend.core import Origin, Trace, as_array, check_memory, to_user
 from npu_emu.errors import invalid
 from npu_emu.kernels.data_copy_dequant import kernel as K
 from npu_emu.kernels.data_copy_dequant.checks import check_call

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from npu_emu.cli import parse_shape, read_bin, write_bin, write_case
+from npu_emu.frontend.binfile import parse_shape, read_bin, write_bin, write_case
 
 
 def _deq_common(p):
@@ -52,7 +52,7 @@ def _add_golden_deq(p):
 
 
 def _golden_deq(a):
-    from npu_emu.goldens import data_copy_deq as g
+    from npu_emu.kernels.data_copy_dequant import golden as g
 
     os.makedirs(a.out, exist_ok=True)
     rng = np.random.default_rng(a.seed)

@@ -26,7 +26,7 @@ from npu_emu.ascendc.deq_kernels import (
     deq16_element,
     deqs16_element,
 )
-from npu_emu.jit_options import PARALLEL
+from npu_emu.device.jit_options import PARALLEL
 
 _JIT = dict(cache=True, error_model="numpy")
 _INLINE = dict(inline="always", cache=True, error_model="numpy")

@@ -3,10 +3,10 @@
 import numpy as np
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import Trace
+from npu_emu.frontend.core import Trace
 from npu_emu.kernels.example.kernel import add_one_access, add_one_kernel
 from npu_emu.kernels.example.tiling import add_one_tiling
-from npu_emu.launch import launch
+from npu_emu.device.launch import launch
 
 
 def add_one(x, *, soc="ascend910b2", core_num=None, ub_size=None, validate=True, trace=False):

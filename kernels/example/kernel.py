@@ -7,10 +7,10 @@ Each stage is a plain loop here; real ops call the instruction layer (npu_emu.as
 import numpy as np
 from numba import njit, prange
 
-from npu_emu.jit_options import PARALLEL
+from npu_emu.device.jit_options import PARALLEL
 from npu_emu.kernels.example.tiling import BLOCK_ELEMS, DTYPE, ub_bytes_per_core
-from npu_emu.launch import ub_view
-from npu_emu.validate import AccessPattern, tile_ranges
+from npu_emu.device.launch import ub_view
+from npu_emu.device.validate import AccessPattern, tile_ranges
 
 
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")

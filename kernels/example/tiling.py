@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.tiling_data import TilingData, TilingResult
+from npu_emu.device.tiling_data import TilingData, TilingResult
 
 BLOCK_BYTES = 32                      # DataCopy moves GM <-> UB in 32-byte blocks
 DTYPE = np.dtype(np.float32)

@@ -8,8 +8,8 @@ uniformity with the other ops (docs/conventions.md §4.1). Call flow (docs/contr
 
 import numpy as np
 
-from npu_emu import memo
-from npu_emu.frontend import (
+from npu_emu.device import memo
+from npu_emu.frontend.core import (
     Executor,
     Origin,
     Trace,

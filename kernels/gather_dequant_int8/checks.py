@@ -8,14 +8,14 @@ kernel binary. Order = docs/ops/gather_dequant_int8.md §2.3, first failure wins
 
 import numpy as np
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import (
     ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
     ACLNN_ERR_PARAM_INVALID,
     ACLNN_ERR_PARAM_NULLPTR,
     AclnnError,
 )
-from npu_emu.frontend import resolve_dtype
+from npu_emu.frontend.core import resolve_dtype
 
 OP = "GatherDequantInt8"
 INPUTS = ("table", "indices", "scale", "zero_point")

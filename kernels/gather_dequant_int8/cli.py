@@ -2,7 +2,7 @@
 
 import os
 
-from npu_emu.cli import parse_shape, read_bin, write_bin, write_case
+from npu_emu.frontend.binfile import parse_shape, read_bin, write_bin, write_case
 
 FILES = ("table.bin", "indices.bin", "scale.bin", "zero_point.bin", "output.bin")   # gen_data.py's names
 
@@ -89,7 +89,7 @@ def _tiling(a):
 # golden -------------------------------------------------------------------------------------------------------
 
 def _add_golden(p):
-    from npu_emu.goldens import gather_dequant_int8 as g
+    from npu_emu.kernels.gather_dequant_int8 import golden as g
 
     p.add_argument("--out", required=True, help="directory for the five .bin files and manifest.json")
     p.add_argument("--vocab", type=int, default=g.VOCAB, help=f"V (default {g.VOCAB})")
@@ -101,7 +101,7 @@ def _add_golden(p):
 
 
 def _golden(a):
-    from npu_emu.goldens import gather_dequant_int8 as g
+    from npu_emu.kernels.gather_dequant_int8 import golden as g
 
     os.makedirs(a.out, exist_ok=True)
     case = g.golden_case(a.vocab, a.emb_dim, a.num_indices, a.seed, fp16_subnormal=a.fp16_subnormal)

@@ -21,10 +21,10 @@ from numba import njit, prange
 
 from npu_emu.ascendc import CAST_NONE, CAST_RINT, DT_FLOAT16, DT_UINT8, Adds, Cast, DataCopy, DataCopyPad, Muls
 from npu_emu.dtypes.scalar import f16_to_f32, f32_to_f16
-from npu_emu.jit_options import PARALLEL
+from npu_emu.device.jit_options import PARALLEL
 from npu_emu.kernels.gather_dequant_int8.tiling import BUFFER_NUM, align_up, core_range, ub_offsets
-from npu_emu.launch import checked_access, launch, ub_view
-from npu_emu.validate import AccessPattern, ValidationReport
+from npu_emu.device.launch import checked_access, launch, ub_view
+from npu_emu.device.validate import AccessPattern, ValidationReport
 
 Q_VALUES = 256          # a table byte has 256 values: the size of the fast kernel's per-row table
 FAST_CHUNK = 32         # tokens per prange iteration of the fast kernel

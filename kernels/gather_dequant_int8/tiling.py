@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 from numba.extending import register_jitable
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
-from npu_emu.tiling_data import TilingData, TilingResult
+from npu_emu.device.tiling_data import TilingData, TilingResult
 
 SOC = "kirin9020"
 BUFFER_NUM = 2          # the kernel's in/out row queues are double-buffered

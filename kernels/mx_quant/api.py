@@ -12,9 +12,9 @@ uint8 E8M0 codes (view as ml_dtypes.float8_e8m0fnu for values).
 import ml_dtypes
 import numpy as np
 
-from npu_emu import memo
+from npu_emu.device import memo
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import (
+from npu_emu.frontend.core import (
     Executor,
     Origin,
     Trace,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import (
     ACLNN_ERR_INNER_TILING_ERROR,
     ACLNN_ERR_PARAM_INVALID,
@@ -25,7 +25,7 @@ from npu_emu.errors import (
     AclnnError,
     invalid,
 )
-from npu_emu.frontend import TORCH_NPU_DTYPES, resolve_torch_npu_dtype
+from npu_emu.frontend.core import TORCH_NPU_DTYPES, resolve_torch_npu_dtype
 from npu_emu.kernels.mx_quant.tiling import ACL_CODE, FP4, FP8, ROUND_MODES, Y_DTYPES
 
 CANN_VERSIONS = ("master", "9.1.0", "9.0.1", "9.0.0")

@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from npu_emu.cli import parse_shape, read_bin, write_bin, write_case
+from npu_emu.frontend.binfile import parse_shape, read_bin, write_bin, write_case
 
 _DST = {"float8_e5m2": 23, "float8_e4m3fn": 24, "float4_e2m1": 296, "float4_e1m2": 297,
         "e5m2": 23, "e4m3fn": 24, "e2m1": 296, "e1m2": 297}
@@ -176,7 +176,7 @@ def _add_golden(p):
 def _golden(op, a):
     import ml_dtypes
 
-    from npu_emu.goldens import mx_quant as g
+    from npu_emu.kernels.mx_quant import golden as g
     from npu_emu.kernels.mx_quant import checks
 
     os.makedirs(a.out, exist_ok=True)

@@ -2,7 +2,7 @@
 loads, the block statistic and scale (mx_quant_common.h: ComputeMxScaleOCP / ComputeMxScaleCuBLAS /
 ComputeMxScaleDynamicDtypeRange), the GroupedSplit tile walk and the DataCopyPad helpers.
 
-Compiled once per process and shared by every specialisation of kernel.py (npu_emu.specialize), which holds
+Compiled once per process and shared by every specialisation of kernel.py (npu_emu.device.specialize), which holds
 everything whose code depends on the output format or on the path (fused or UB-staged).
 """
 

@@ -9,7 +9,7 @@ arithmetic (quant/dynamic_mx_quant/op_kernel/arch35/dynamic_mx_quant_tail_axis*.
 npu-emu's unit decomposition (tiling.py).
 
 Specialised, as the C++ kernels are templates: the output format ``DST`` (a D_* kind, the template's U) and the
-path ``MODE`` are constants of each copy of this module, loaded by :func:`device` through npu_emu.specialize, so a
+path ``MODE`` are constants of each copy of this module, loaded by :func:`device` through npu_emu.device.specialize, so a
 call compiles the loops of its own format and path only (numba prunes the ``if DST == ...`` branches of the other
 formats before typing them). The format-independent block arithmetic (element loads, the block statistic and
 scale, the tile walk) is in common.py and compiled once. A plain ``import`` of this module gives the host-side
@@ -78,7 +78,7 @@ from npu_emu.dtypes.vector import (
     e5m2_pow2_normal_cols32,
 )
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
-from npu_emu.jit_options import PARALLEL
+from npu_emu.device.jit_options import PARALLEL
 from npu_emu.kernels.mx_quant.common import (  # noqa: F401  (the constants and helpers are part of this module's API)
     _0,
     _1,
@@ -126,11 +126,11 @@ from npu_emu.kernels.mx_quant.common import (  # noqa: F401  (the constants and 
     grouped_core_tiles,
     make_params,
 )
-from npu_emu import memo
+from npu_emu.device import memo
 from npu_emu.kernels.mx_quant.tiling import dynamic_ub_bytes, grouped_ub_bytes, unit_ranges
-from npu_emu.launch import checked_access, launch, ub_view
-from npu_emu.specialize import const, load, njit
-from npu_emu.validate import MAX_BLOCK_DIM, MAX_TILES, AccessPattern
+from npu_emu.device.launch import checked_access, launch, ub_view
+from npu_emu.device.specialize import const, load, njit
+from npu_emu.device.validate import MAX_BLOCK_DIM, MAX_TILES, AccessPattern
 
 # numba inlines (inline="always") the helpers that walk a row or a run and the element casts inside those loops
 # (a few call sites each per copy; their format constants and literal lengths must fold before LLVM's vectoriser

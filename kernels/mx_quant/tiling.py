@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import ACLNN_ERR_INNER_NULLPTR, ACLNN_ERR_INNER_TILING_ERROR, AclnnError
-from npu_emu.tiling_data import TilingData
+from npu_emu.device.tiling_data import TilingData
 
 try:
-    from npu_emu.tiling_data import TilingResult
-except ImportError:  # TEMPORARY until npu_emu.tiling_data provides the CONTRACT's TilingResult
+    from npu_emu.device.tiling_data import TilingResult
+except ImportError:  # TEMPORARY until npu_emu.device.tiling_data provides the CONTRACT's TilingResult
     TilingResult = namedtuple("TilingResult", "tiling block_dim tiling_key workspace_size ub_size core_num soc notes",
                               defaults=((),))
 

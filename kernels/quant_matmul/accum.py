@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit, prange
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.jit_options import PARALLEL
+from npu_emu.device.jit_options import PARALLEL
 
 FLOAT_ACCUM = ("exact", "kchunk", "sequential", "numpy")
 F32_EXACT_INT = 1 << 24          # integers up to 2^24 are exact in float32

@@ -5,7 +5,7 @@ Call flow (docs/contributing/layout.md): normalise (dtype relabels, transposed v
 checks (checks.py, CANN's order and codes) -> routing (V3 or V4; the V4 modes - int8 G-B, A4W4 K-G, A8W4 MSD, T-CG,
 MxA8W4 - are computed by v4.py through ``V4_KERNELS``) -> the V3 plan (routing.plan_v3) -> host tiling -> the
 cube accumulation (accum.py: exact; or the faithful per-block integer kernel) -> the per-core epilogue kernel
-over the base blocks (kernel.py, launched and validated by npu_emu.launch) -> the caller's array type.
+over the base blocks (kernel.py, launched and validated by npu_emu.device.launch) -> the caller's array type.
 
 Switches (docs/ops/quant_matmul.md §1, docs/conventions.md §3.1): ``soc`` ("ascend910b2"), ``float_accum`` ("exact"),
 ``fixpipe_round`` ("rne"), ``cast_overflow`` ("inf"), ``tcg_fp8_overflow`` ("nan"; the T-CG weight dequant of v4.py),
@@ -18,10 +18,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from npu_emu import memo, platforms
+from npu_emu.device import platforms
+from npu_emu.device import memo
 from npu_emu.dtypes import scalar
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
-from npu_emu.frontend import (
+from npu_emu.frontend.core import (
     Executor,
     Origin,
     Trace,
@@ -42,7 +43,7 @@ from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul.checks import QmmArgs
 from npu_emu.kernels.quant_matmul.operands import Operand, float_values, int_values, logical
 from npu_emu.kernels.quant_matmul.routing import TensorDesc
-from npu_emu.launch import checked_access, launch
+from npu_emu.device.launch import checked_access, launch
 
 DEFAULT_SOC = "ascend910b2"
 FIXPIPE_ROUND = ("rne", "half_away")

@@ -16,7 +16,7 @@ marked "emulator-added".
 
 from dataclasses import dataclass, replace
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import (
     ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
     ACLNN_ERR_INNER_TILING_ERROR,
@@ -61,9 +61,9 @@ def arch(soc):
 @dataclass(frozen=True)
 class QmmArgs:
     """One call as the aclnn layer sees it (descs may be None). ``api``: 3, 4, 5 or "nz". Frozen: the checks'
-    results are shared by repeated calls (npu_emu.memo)."""
+    results are shared by repeated calls (npu_emu.device.memo)."""
 
-    _memo_by_value = True       # its own npu_emu.memo key: immutable fields (str, int, bool, tuples) compared by ==
+    _memo_by_value = True       # its own npu_emu.device.memo key: immutable fields (str, int, bool, tuples) compared by ==
 
     api: object
     x1: TensorDesc
@@ -90,7 +90,7 @@ class CheckResult:
     """What the checks decided: the device op, the (V4) mode, the inferred groupSize, the args after the
     INT32 -> INT4 conversion, and whether the aclnn empty-tensor shortcut applies."""
 
-    _memo_by_value = True       # its own npu_emu.memo key: immutable fields (str, int, bool, tuples) compared by ==
+    _memo_by_value = True       # its own npu_emu.device.memo key: immutable fields (str, int, bool, tuples) compared by ==
 
     op: str
     v4_mode: str = None

@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 
-from npu_emu.cli import parse_shape, read_bin, write_bin, write_case
+from npu_emu.frontend.binfile import parse_shape, read_bin, write_bin, write_case
 
 _SWITCHES = (("--float-accum", "exact", ("exact", "kchunk", "sequential", "numpy")),
              ("--fixpipe-round", "rne", ("rne", "half_away")),
@@ -130,7 +130,7 @@ def _add_golden(p):
 
 
 def _golden(a):
-    from npu_emu.goldens import quant_matmul as g
+    from npu_emu.kernels.quant_matmul import golden as g
 
     os.makedirs(a.out, exist_ok=True)
     rng = np.random.default_rng(a.seed)

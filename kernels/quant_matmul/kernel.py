@@ -1,6 +1,6 @@
 """Per-core kernels of QuantBatchMatmulV3 (docs/ops/quant_matmul.md §7, §10) and their GM/UB access patterns.
 
-Every kernel is ``kernel(block_dim, td, ub_size, *gm)`` (npu_emu.launch): ``for core in prange(block_dim)`` the
+Every kernel is ``kernel(block_dim, td, ub_size, *gm)`` (npu_emu.device.launch): ``for core in prange(block_dim)`` the
 core walks its base blocks ``core, core + blockDim, ...`` in the order of :func:`tiling.block_coords` and, per
 block, its UB tiles of ``ubCalcM`` rows x ``ubCalcN`` columns: CopyIn of the L0C result from the GM workspace
 into UB, the epilogue in UB, CopyOut to GM. Blocks own disjoint output rectangles, so results do not depend on
@@ -25,11 +25,11 @@ from numba import prange
 from npu_emu.ascendc.constants import DT_AUTO
 from npu_emu.ascendc.mmad import Mmad
 from npu_emu.dtypes import scalar
-from npu_emu.jit_options import PARALLEL
+from npu_emu.device.jit_options import PARALLEL
 from npu_emu.kernels.quant_matmul.tiling import block_coords
-from npu_emu.launch import ub_view
-from npu_emu.specialize import const, load, njit
-from npu_emu.validate import AccessPattern
+from npu_emu.device.launch import ub_view
+from npu_emu.device.specialize import const, load, njit
+from npu_emu.device.validate import AccessPattern
 
 OUT_F16, OUT_BF16, OUT_F32, OUT_INT8, OUT_INT32 = 0, 1, 2, 3, 4
 OUT_CODES = {"float16": OUT_F16, "bfloat16": OUT_BF16, "float32": OUT_F32, "int8": OUT_INT8, "int32": OUT_INT32}
@@ -38,7 +38,7 @@ OUT_ITEMSIZE = {OUT_F16: 2, OUT_BF16: 2, OUT_F32: 4, OUT_INT8: 1, OUT_INT32: 4}
 # cfg layout of qbmm_epilogue_kernel
 CFG_OUT, CFG_RMODE, CFG_SAT, CFG_BIAS_ROWS, CFG_ACC_INT, CFG_LEN = 0, 1, 2, 3, 4, 5
 
-# The epilogue is specialised, as the device's is a template: each copy of this module (npu_emu.specialize) has the
+# The epilogue is specialised, as the device's is a template: each copy of this module (npu_emu.device.specialize) has the
 # output type, the accumulator type and whether the output cast is the plain RINT one as constants, so a call
 # compiles the chain of its own output type only. In a plain import they are None and the epilogue is only called
 # through qbmm_epilogue_kernel below, which picks the copy.

@@ -17,7 +17,7 @@ import numpy as np
 
 from npu_emu.dtypes import scalar
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import as_array, is_torch_tensor, resolve_dtype
+from npu_emu.frontend.core import as_array, is_torch_tensor, resolve_dtype
 from npu_emu.kernels.quant_matmul.routing import TensorDesc
 
 FP4_ORDERS = ("low_first", "high_first")

@@ -31,7 +31,7 @@ V4_MODES = ("A8W4-float", "A8W4-int", "A8W8-perblock", "A4W4-pergroup-asym")
 class TensorDesc:
     """What the aclnn layer knows of a tensor: dtype name, view shape and storage format ("ND" / "NZ")."""
 
-    _memo_by_value = True       # its own npu_emu.memo key: immutable fields (str, int, bool, tuples) compared by ==
+    _memo_by_value = True       # its own npu_emu.device.memo key: immutable fields (str, int, bool, tuples) compared by ==
 
     dtype: str
     shape: tuple
@@ -161,7 +161,7 @@ class QuantPlan:
     ``merge_scales``: doublescale cube path, s = t19(f32(x2Scale * x1Scale)).
     """
 
-    _memo_by_value = True       # its own npu_emu.memo key: immutable fields (str, int, bool, tuples) compared by ==
+    _memo_by_value = True       # its own npu_emu.device.memo key: immutable fields (str, int, bool, tuples) compared by ==
 
     quant_mode: str
     accum: str

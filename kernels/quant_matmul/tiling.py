@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 
 from numba import njit
 
-from npu_emu import jit_options  # noqa: F401  (numba's cache lock, before the njit below is cached)
-from npu_emu import platforms
+from npu_emu.device import jit_options  # noqa: F401  (numba's cache lock, before the njit below is cached)
+from npu_emu.device import platforms
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
-from npu_emu.tiling_data import TilingData, TilingResult
+from npu_emu.device.tiling_data import TilingData, TilingResult
 
 CUBE_BLOCK = 16
 CUBE_REDUCE_BLOCK = 32        # bytes
@@ -164,7 +164,7 @@ def elems(nbytes, dtype):
 class MatmulShape:
     """What the tiling reads from the inputs."""
 
-    _memo_by_value = True       # its own npu_emu.memo key: immutable fields (str, int, bool, tuples) compared by ==
+    _memo_by_value = True       # its own npu_emu.device.memo key: immutable fields (str, int, bool, tuples) compared by ==
 
     m: int
     n: int

@@ -28,12 +28,12 @@ import ml_dtypes
 import numpy as np
 
 from npu_emu.errors import ACLNN_ERR_INNER_FIND_KERNEL_ERROR, ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import Trace, check_memory
+from npu_emu.frontend.core import Trace, check_memory
 from npu_emu.kernels.quant_matmul import kernel, operands, routing, v4_kernel
 from npu_emu.kernels.quant_matmul import v4_tiling as v4t
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul.operands import int_values, logical
-from npu_emu.launch import launch
+from npu_emu.device.launch import launch
 
 PER_BLOCK = v4t.PER_BLOCK
 A4W4_GROUP = v4t.A4W4_GROUP
@@ -42,7 +42,7 @@ GROUP_BATCH_BYTES = 256 << 20      # the cube results of one batch of k groups (
 
 
 def _arch(soc):
-    from npu_emu import platforms
+    from npu_emu.device import platforms
 
     return platforms.get(soc).npu_arch
 

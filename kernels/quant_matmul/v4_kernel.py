@@ -30,7 +30,7 @@ from numba import njit, prange
 from numba.extending import overload
 
 from npu_emu.dtypes import scalar
-from npu_emu.jit_options import PARALLEL
+from npu_emu.device.jit_options import PARALLEL
 from npu_emu.kernels.quant_matmul.kernel import _block, _cdiv, _walk
 
 # cfg of perblock_step_kernel

@@ -31,14 +31,14 @@ result, because blocks own disjoint output tiles and every value is computed in 
 
 from dataclasses import dataclass, field
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.kernels.quant_matmul import tiling as tiling_mod
 from npu_emu.kernels.quant_matmul.tiling import (L2cacheTileParam, MatmulShape, QuantBatchMatmulV3Params,
                                                  QuantBatchMatmulV3TilingData, SlidingWindowParam, TCubeTiling,
                                                  _calign, _cdiv, _platform)
-from npu_emu.tiling_data import TilingData, TilingResult
+from npu_emu.device.tiling_data import TilingData, TilingResult
 
 PER_BLOCK = 128
 A4W4_GROUP = 256
@@ -88,7 +88,7 @@ def _nbytes(count, dtype):
 # ----------------------------------------------------------------------------------------------------------------
 
 class _AlignAs8:
-    """``struct alignas(8)``: sizeof rounds up to 8 even when every member is 4-byte aligned (npu_emu.tiling_data
+    """``struct alignas(8)``: sizeof rounds up to 8 even when every member is 4-byte aligned (npu_emu.device.tiling_data
     lays a struct out with its members' alignment only)."""
 
     @classmethod

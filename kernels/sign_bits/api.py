@@ -6,9 +6,9 @@ launch -> convert back. Defaults: docs/ops/sign_bits.md §1 (soc ascend910b2, na
 
 import numpy as np
 
-from npu_emu import memo
+from npu_emu.device import memo
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend import (
+from npu_emu.frontend.core import (
     Executor,
     Origin,
     Trace,
@@ -54,7 +54,7 @@ def _make_trace(op, tr, overruns):
 
 def _tiling_result(op, n, name, soc, core_num, ub_size, tiling, block_dim, size=1):
     """The host tiling (or the user's ``tiling`` in its place) launched on ``block_dim`` cores; pure in its
-    arguments, so the front ends take it from npu_emu.memo (a user tiling by its fields or packed bytes).
+    arguments, so the front ends take it from npu_emu.device.memo (a user tiling by its fields or packed bytes).
     ``size``: the op attribute, a field of the 950 unpack struct (the 910B structs do not carry it)."""
     family = checks.soc_family(soc)
     extra = {}

@@ -7,14 +7,14 @@ npu_emu.ops.
 
 import numpy as np
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import (
     ACLNN_ERR_INNER_FIND_KERNEL_ERROR,
     ACLNN_ERR_PARAM_INVALID,
     ACLNN_ERR_PARAM_NULLPTR,
     AclnnError,
 )
-from npu_emu.frontend import resolve_dtype
+from npu_emu.frontend.core import resolve_dtype
 
 API_VARIANTS = ("experimental", "math")
 

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from npu_emu.cli import read_bin, write_bin, write_case
+from npu_emu.frontend.binfile import read_bin, write_bin, write_case
 
 
 def _common(p):
@@ -110,7 +110,7 @@ def _add_golden(p):
 
 
 def _golden(op, a):
-    from npu_emu.goldens import sign_bits as g
+    from npu_emu.kernels.sign_bits import golden as g
 
     os.makedirs(a.out, exist_ok=True)
     rng = np.random.default_rng(a.seed)

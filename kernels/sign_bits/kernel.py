@@ -31,10 +31,10 @@ from npu_emu.ascendc.constants import (
 from npu_emu.ascendc.datacopy import DataCopy, DataCopyPad
 from npu_emu.ascendc.vector import Duplicate, Or
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
-from npu_emu.jit_options import PARALLEL
-from npu_emu.launch import checked_access, launch, ub_view
+from npu_emu.device.jit_options import PARALLEL
+from npu_emu.device.launch import checked_access, launch, ub_view
 from npu_emu.kernels.sign_bits.tiling import PACK950_SLOT
-from npu_emu.validate import AccessPattern, tile_ranges
+from npu_emu.device.validate import AccessPattern, tile_ranges
 
 _KJ = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 

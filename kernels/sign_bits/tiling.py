@@ -7,9 +7,9 @@
 
 from dataclasses import dataclass
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
-from npu_emu.tiling_data import TilingData, TilingResult
+from npu_emu.device.tiling_data import TilingData, TilingResult
 
 UNPACK_BLOCK_SIZE = 64          # bytes per work block
 PACK_GM_ALIGN = 512             # bytes: the pack's element alignment unit

@@ -1,6 +1,6 @@
 """DataCopy and DataCopyPad between GM, UB and UB (Ascend C data movement, MTE2 / MTE3).
 
-A LocalTensor is a 1-D numpy view of the core's UB (``npu_emu.launch.ub_view``), a GlobalTensor a 1-D numpy
+A LocalTensor is a 1-D numpy view of the core's UB (``npu_emu.device.launch.ub_view``), a GlobalTensor a 1-D numpy
 array (or a view of one starting at the tensor offset, ``x_gm[offset:]``); both sides have the same element type
 T. The emulator never touches memory outside the two views: a transfer that would run past either end is cut at
 the end (on the device that is a GM overrun or a write into the neighbouring UB buffer; kernels report GM

@@ -23,7 +23,7 @@ from numba import njit, prange
 
 from npu_emu.dtypes.scalar import CAST_RINT, f32_to_f16, f64_to_f32_odd, round_to_integral, u32_as_f32
 from npu_emu.dtypes.scalar import _rne_mag  # the RNE rule of f32_to_f16, without its NaN / Inf / overflow cases
-from npu_emu.jit_options import PARALLEL
+from npu_emu.device.jit_options import PARALLEL
 
 # The data_copy_deq switches as plain ints, resolved once in Python (npu_emu.ascendc.deq.resolve_switches).
 DeqSwitches = namedtuple("DeqSwitches", [

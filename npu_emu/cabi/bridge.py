@@ -19,7 +19,7 @@ import numpy as np
 import npu_emu.aclnn as aclnn
 from npu_emu.cabi.signatures import BY_NAME
 from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
-from npu_emu.frontend import ACL_DTYPES, storage_dtype
+from npu_emu.frontend.core import ACL_DTYPES, storage_dtype
 
 # aclFormat values read as plain (row-major) layouts; FRACTAL_NZ (29) only where the table allows it
 _PLAIN_FORMATS = {0, 1, 2, 27, 30, 35, 47}

@@ -1,4 +1,4 @@
-"""The one table of the aclnn entry points the C ABI exports.
+"""The aclnn entry points the C ABI exports, from the op declarations (kernels/<op>/op.py: CFunction).
 
 Each row gives the C declaration (CANN's parameter order, names and types, from the public aclnn headers and docs)
 and how the bridge hands each argument to the same-named function of :mod:`npu_emu.aclnn`. The header writer, the
@@ -14,6 +14,8 @@ Parameter kinds:
 """
 
 from dataclasses import dataclass, field
+
+from npu_emu.frontend import registry
 
 C_TYPES = {
     "tensor": "const aclTensor*",
@@ -64,51 +66,8 @@ def _op(name, header, *specs):
     return Op(name, header, tuple(_p(s) for s in specs))
 
 
-# x2 may be FRACTAL_NZ in V3/V4/V5 too: CANN's examples convert it with aclnnTransMatmulWeight and pass it on
-_V5 = ("x1:tensor:x1_dtype", "x2:tensor:x2_dtype:nz", "x1Scale:tensor:x1_scale_dtype",
-       "x2Scale:tensor:x2_scale_dtype", "yScale:tensor", "x1Offset:tensor", "x2Offset:tensor", "yOffset:tensor",
-       "bias:tensor", "transposeX1:bool", "transposeX2:bool", "groupSize:int64", "out:outm")
-
-OPS = (
-    _op("aclnnSignBitsUnpack", "aclnn_sign_bits_unpack.h",
-        "self:tensor", "size:int64", "dtype:dtype", "out:outm"),
-    _op("aclnnSignBitsPack", "aclnn_sign_bits_pack.h",
-        "self:tensor", "size:int64", "out:outm"),
-    # emulator-provided: the vendor sample has no aclnn entry (docs/ops/gather_dequant_int8.md)
-    _op("aclnnGatherDequantInt8", "aclnn_gather_dequant_int8.h",
-        "table:tensor", "indices:tensor", "scale:tensor", "zeroPoint:tensor", "out:out"),
-    _op("aclnnDynamicMxQuant", "aclnn_dynamic_mx_quant.h",
-        "x:tensor", "axis:int64", "roundModeOptional:str", "dstType:int64", "blocksize:int64", "scaleAlg:int64",
-        "yOut:out:y_dtype", "mxscaleOut:out"),
-    _op("aclnnDynamicMxQuantV2", "aclnn_dynamic_mx_quant_v2.h",
-        "x:tensor", "axis:int64", "roundModeOptional:str", "dstType:int64", "blocksize:int64", "scaleAlg:int64",
-        "dstTypeMax:double", "yOut:out:y_dtype", "mxscaleOut:out"),
-    _op("aclnnDynamicMxQuantV3", "aclnn_dynamic_mx_quant_v3.h",
-        "x:tensor", "axis:int64", "roundModeOptional:str", "dstType:int64", "blocksize:int64", "scaleAlg:int64",
-        "dstTypeMax:double", "maxLowBound:double", "yOut:out:y_dtype", "mxscaleOut:out"),
-    _op("aclnnGroupedDynamicMxQuant", "aclnn_grouped_dynamic_mx_quant.h",
-        "x:tensor", "groupIndex:tensor", "roundMode:cstr", "dstType:int64", "blocksize:int64",
-        "y:out:y_dtype", "mxscale:out"),
-    _op("aclnnGroupedDynamicMxQuantV2", "aclnn_grouped_dynamic_mx_quant_v2.h",
-        "x:tensor", "groupIndex:tensor", "roundMode:cstr", "dstType:int64", "blocksize:int64", "scaleAlg:int64",
-        "dstTypeMax:double", "y:out:y_dtype", "mxscale:out"),
-    _op("aclnnQuantMatmulV3", "aclnn_quant_matmul_v3.h",
-        "x1:tensor:x1_dtype", "x2:tensor:x2_dtype:nz", "scale:tensor:scale_dtype", "offset:tensor", "bias:tensor",
-        "transposeX1:bool", "transposeX2:bool", "out:out"),
-    _op("aclnnQuantMatmulV4", "aclnn_quant_matmul_v4.h",
-        "x1:tensor:x1_dtype", "x2:tensor:x2_dtype:nz", "scale:tensor:scale_dtype", "offset:tensor",
-        "pertokenScaleOptional:tensor", "bias:tensor", "transposeX1:bool", "transposeX2:bool", "out:out"),
-    _op("aclnnQuantMatmulV5", "aclnn_quant_matmul_v5.h", *_V5),
-    _op("aclnnQuantMatmulWeightNz", "aclnn_quant_matmul_weight_nz.h",
-        *_V5),
-    _op("aclnnTransQuantParamV2", "aclnn_trans_quant_param_v2.h",
-        "scale:tensor", "offset:tensor", "out:out"),
-    _op("aclnnTransQuantParamV3", "aclnn_trans_quant_param_v3.h",
-        "scale:tensor", "offset:tensor", "roundMode:int64", "out:out"),
-    _op("aclnnSparse4to2QuantMatmulWeightNz", "aclnn_sparse4to2quant_matmul_weight_nz.h",
-        "x:tensor", "sparseWeight:tensor::storage", "index:tensor::storage", "xScale:tensor",
-        "sparseWeightScale:tensor", "biasOptional:tensor", "out:outm"),
-)
+# every aclnn entry point the op declarations give a C signature (kernels/<op>/op.py: CFunction)
+OPS = tuple(_op(f.name, f.header, *f.params) for f, _ in registry.c_functions())
 
 BY_NAME = {op.name: op for op in OPS}
 

@@ -1,8 +1,8 @@
 """torch.library registration of npu-emu's ops: ``torch.ops.npu.*`` (op-plugin's schemas) and ``torch.ops.npu_emu.*``
 on CPU tensors, eager, under torch.compile and torch.export.
 
-Opt-in: importing this module calls :func:`register`; ``import npu_emu`` never imports torch. Each op gets a CPU
-kernel (npu_emu.torch.kernels, which calls npu_emu.ops) and a fake kernel (npu_emu.torch.fakes).
+Opt-in: importing this module calls :func:`register`; ``import npu_emu`` never imports torch. Each op's declaration
+(kernels/<op>/op.py: TorchOp) names its schema, its CPU kernel (which calls npu_emu.ops) and its fake kernel.
 
 Coexistence with a real torch_npu, whose C++ registration defines ``npu::`` when it is imported:
 
@@ -18,8 +18,8 @@ import sys
 
 import torch
 
-from npu_emu.torch import fakes, kernels
-from npu_emu.torch.kernels import dtype_arg, scalar_type_code, scalar_types
+from npu_emu.frontend import registry, torch_args
+from npu_emu.frontend.torch_args import dtype_arg, scalar_type_code, scalar_types
 from npu_emu.torch.schemas import (
     NPU_EMU_OPS,
     NPU_EMU_SCHEMAS,
@@ -76,7 +76,7 @@ def register():
             _define(npu, name, TORCH_NPU_SCHEMAS[name])
             status[name] = "defined"
         else:
-            torch.library.register_kernel(f"npu::{name}", "cpu", kernels.KERNELS[name], lib=npu)
+            torch.library.register_kernel(f"npu::{name}", "cpu", _kernel(name), lib=npu)
             status[name] = "kernel"
     for name in NPU_EMU_OPS:
         _define(emu, name, NPU_EMU_SCHEMAS[name])
@@ -88,18 +88,29 @@ def set_soc(soc):
     """The SoC every registered op emulates from now on (None: each op's own default; NPU_EMU_SOC sets it at
     import). A real machine is one SoC: a script that quantises to MXFP8 and multiplies with MX scales needs
     "ascend950pr" for both."""
-    from npu_emu import platforms
+    from npu_emu.device import platforms
 
     if soc is not None:
         platforms.get(soc)               # an unknown key raises with the list of known ones
-    kernels.SOC = soc
+    torch_args.SOC = soc
+
+
+def _binding(name):
+    for t, _ in registry.torch_ops():
+        if t.name == name:
+            return t
+    raise KeyError(name)
+
+
+def _kernel(name):
+    return registry.load(_binding(name).kernel)
 
 
 def _define(lib, name, schema):
     lib.define(schema)
     qualname = f"{lib.ns}::{name}"
-    torch.library.register_kernel(qualname, "cpu", kernels.KERNELS[name], lib=lib)
-    torch.library.register_fake(qualname, fakes.FAKES[name], lib=lib)
+    torch.library.register_kernel(qualname, "cpu", _kernel(name), lib=lib)
+    torch.library.register_fake(qualname, registry.load(_binding(name).fake), lib=lib)
 
 
 register()

@@ -56,9 +56,9 @@ def nz_operand(t, x2_dtype=None):
     rec = _FORMATS.get(_key(t))
     if rec is None or rec[1] != ACL_FORMAT_FRACTAL_NZ:
         return None
-    from npu_emu.frontend import as_array
+    from npu_emu.frontend.core import as_array
     from npu_emu.kernels.quant_matmul.api import NzWeight
-    from npu_emu.torch.kernels import dtype_arg
+    from npu_emu.frontend.torch_args import dtype_arg
 
     _, _, shape, stride, _, input_dtype = rec
     fp4 = "float4_e2m1" in (dtype_arg(input_dtype, "input_dtype") if input_dtype is not None else "",

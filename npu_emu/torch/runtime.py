@@ -161,7 +161,7 @@ def empty_cache():
 
 def mem_get_info(device=None):
     """(free, total) bytes of the host memory npu-emu may use (npu_emu.frontend.available_memory)."""
-    from npu_emu.frontend import available_memory
+    from npu_emu.frontend.core import available_memory
 
     free = int(available_memory())
     return free, free
@@ -184,7 +184,7 @@ def get_device_name(device=None):
 
 
 def get_device_properties(device=None):
-    from npu_emu.frontend import available_memory
+    from npu_emu.frontend.core import available_memory
 
     return types.SimpleNamespace(name=get_device_name(), total_memory=int(available_memory()), major=0, minor=0,
                                  multi_processor_count=0)

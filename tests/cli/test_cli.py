@@ -11,7 +11,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from npu_emu import cli, demo
+from npu_emu import cli
+from npu_emu.cli import demo
 
 
 def run(argv, capsys):
@@ -101,7 +102,7 @@ GOLDEN_OPS = [op for op, spec in COMMANDS.items() if "golden" in spec]
 
 @pytest.mark.parametrize("op", GOLDEN_OPS)
 def test_golden_writes_the_files_its_manifest_names(op, tmp_path, capsys):
-    from npu_emu.frontend import storage_dtype
+    from npu_emu.frontend.core import storage_dtype
 
     rc, out, _ = run(["golden", op, "--out", str(tmp_path)], capsys)
     assert rc == 0, out

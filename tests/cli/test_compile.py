@@ -9,8 +9,9 @@ import textwrap
 
 import pytest
 
-from npu_emu import cli, op_configs
-from npu_emu.op_configs import OpConfig
+from npu_emu import cli
+from npu_emu.cli import op_configs
+from npu_emu.cli.op_configs import OpConfig
 
 # cheap to compile cold, in two families so that --jobs 2 runs two worker processes
 CHEAP = ["sign_bits.unpack_f32", "codecs.decode_float8_e4m3fn"]
@@ -79,7 +80,7 @@ def test_a_failing_configuration_gives_exit_status_1(capsys, monkeypatch):
 LOAD_CHECK = textwrap.dedent("""\
     import json, sys
     from numba.core.dispatcher import Dispatcher
-    from npu_emu import op_configs
+    from npu_emu.cli import op_configs
     for name in sys.argv[1:]:
         op_configs.CONFIGS[name].call()
     ran = {}
@@ -128,7 +129,7 @@ def test_compile_output_is_what_later_calls_load(tmp_path):
 
 
 def test_jobs_schedule_keeps_each_family_and_the_mx_quantizers_in_one_worker():
-    from npu_emu import precompile
+    from npu_emu.cli import compile as precompile
 
     groups = precompile._by_family(op_configs.select())
     assert sorted(n for g in groups for n in g) == sorted(op_configs.CONFIGS)

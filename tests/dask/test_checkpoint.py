@@ -10,7 +10,7 @@ import pytest
 from safetensors import safe_open
 
 import npu_emu.ops as ops
-from npu_emu import checkpoint as ck
+from npu_emu.dask import checkpoint as ck
 from npu_emu.cli import main as cli_main
 
 from dask_test_helpers import header_of, make_checkpoint, read_tensor, write_safetensors

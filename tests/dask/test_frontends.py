@@ -3,7 +3,7 @@ warning) or reject the chunkings that would change the result, and name the chun
 
 Runs on dask's synchronous scheduler (the split and the reassembly are the same whatever the scheduler; the
 distributed path is tests/dask/test_checkpoint.py's). Inputs use the op configurations `npu-emu compile`
-precompiles (npu_emu/op_configs.py), so a warm numba cache compiles nothing here.
+precompiles (npu_emu/cli/op_configs.py), so a warm numba cache compiles nothing here.
 """
 
 import re

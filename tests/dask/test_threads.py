@@ -1,5 +1,5 @@
 """Threads inside one Dask worker: several threads' first calls of an op load its specialised kernel module at the
-same time (npu_emu/specialize.py). Each must get the finished module: before the fix a second thread could take
+same time (npu_emu/device/specialize.py). Each must get the finished module: before the fix a second thread could take
 the copy from sys.modules while the first was still executing its source and fail with an AttributeError."""
 
 import os
@@ -13,7 +13,7 @@ def test_concurrent_first_load_gets_the_finished_module(tmp_path):
     # Its working directory is not the checkout, whose source folder npu_emu/ would shadow the install
     code = textwrap.dedent("""
         import builtins, threading, time
-        from npu_emu import specialize
+        from npu_emu.device import specialize
 
         def slow_exec(*args):                 # widen the window in which the copy is registered but not executed
             time.sleep(0.3)

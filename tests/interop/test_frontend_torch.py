@@ -1,4 +1,4 @@
-"""npu_emu.frontend's torch interop: torch CPU tensors in (zero-copy when contiguous), torch out with torch_npu's
+"""npu_emu.frontend.core's torch interop: torch CPU tensors in (zero-copy when contiguous), torch out with torch_npu's
 dtypes, out= tensors written bit for bit, and no torch import unless the caller brought a tensor."""
 
 import subprocess
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from npu_emu.errors import AclnnError
-from npu_emu.frontend import Origin, as_array, is_torch_tensor, to_user, write_out
+from npu_emu.frontend.core import Origin, as_array, is_torch_tensor, to_user, write_out
 
 
 def test_torch_is_not_imported_by_the_package(tmp_path):
@@ -17,7 +17,7 @@ def test_torch_is_not_imported_by_the_package(tmp_path):
     # and npu_emu.aclnn is resolved: they import their op families on first use)
     code = (
         "import sys, numpy as np\n"
-        "import npu_emu, npu_emu.ops, npu_emu.aclnn, npu_emu.cli, npu_emu.demo, npu_emu.frontend as f\n"
+        "import npu_emu, npu_emu.ops, npu_emu.aclnn, npu_emu.cli, npu_emu.cli.demo, npu_emu.frontend.core as f\n"
         "for m in (npu_emu.ops, npu_emu.aclnn):\n"
         "    [getattr(m, n) for n in m.__all__]\n"
         "a = f.as_array(np.arange(4, dtype=np.uint8), 'x')\n"

@@ -19,8 +19,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import npu_emu.onnx as npu_onnx  # noqa: E402
 from npu_emu.errors import AclnnError  # noqa: E402
-from npu_emu.goldens import gather_dequant_int8 as gold_gather  # noqa: E402
-from npu_emu.goldens import sign_bits as gold_sign  # noqa: E402
+from npu_emu.kernels.gather_dequant_int8 import golden as gold_gather  # noqa: E402
+from npu_emu.kernels.sign_bits import golden as gold_sign  # noqa: E402
 
 V, E, N = 1024, 256, 30          # the sample's sizes (test/create_onnx.py: VOCAB, EMB_DIM, SEQ_LEN)
 

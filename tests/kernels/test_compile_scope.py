@@ -1,7 +1,7 @@
 """A call compiles what it needs and nothing else (issue: time to first result).
 
 Each case runs one public call in a fresh interpreter and lists which specialised copies of a kernel module
-(npu_emu.specialize) the call loaded and, with an empty numba cache (``cold``), the numba dispatchers of npu_emu
+(npu_emu.device.specialize) the call loaded and, with an empty numba cache (``cold``), the numba dispatchers of npu_emu
 that hold a compiled signature afterwards (a call that loads its kernel from the cache only touches the kernel's
 own dispatcher: its callees are linked into the cached code). A copy is loaded for one output format
 and path, and numba prunes the branches of the others in it before typing them; so "only the E4M3 copy was loaded"

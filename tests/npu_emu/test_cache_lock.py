@@ -1,4 +1,4 @@
-"""numba's cache index under concurrent compiles (npu_emu/cache_lock.py).
+"""numba's cache index under concurrent compiles (npu_emu/device/cache_lock.py).
 
 Two processes compile different signatures of one cached njit function at the same moment (a file barrier
 before each call), ROUNDS times over fresh functions, into one NUMBA_CACHE_DIR; then a fresh process loads every
@@ -38,7 +38,7 @@ WORKER = textwrap.dedent("""\
 
     root, rank, rounds, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     if mode == "locked":
-        from npu_emu import cache_lock
+        from npu_emu.device import cache_lock
         cache_lock.install()
         assert cache_lock.installed()
 
@@ -133,7 +133,7 @@ def test_lock_is_installed_by_kernel_imports_not_by_import_npu_emu(tmp_path):
         import npu_emu
         assert "numba" not in sys.modules, "import npu_emu imported numba"
         import npu_emu.kernels.quant_matmul.tiling          # a module with cached njit functions
-        from npu_emu import cache_lock
+        from npu_emu.device import cache_lock
         assert cache_lock.installed()
         from numba.core.caching import IndexDataCacheFile
         assert IndexDataCacheFile.save.__wrapped__ is not None
@@ -147,7 +147,7 @@ def test_lock_file_sits_next_to_the_index(tmp_path):
     code = textwrap.dedent("""\
         import importlib.util, os, sys
         import numpy as np
-        from npu_emu import cache_lock
+        from npu_emu.device import cache_lock
         cache_lock.install()
         spec = importlib.util.spec_from_file_location("racy0", sys.argv[1])
         mod = importlib.util.module_from_spec(spec)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from npu_emu.errors import AclnnError
-from npu_emu.frontend import resolve_dtype, resolve_torch_npu_dtype
+from npu_emu.frontend.core import resolve_dtype, resolve_torch_npu_dtype
 
 
 @pytest.mark.parametrize("code, name", [

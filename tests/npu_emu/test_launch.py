@@ -15,7 +15,7 @@ from npu_emu.errors import AclnnError
 from npu_emu.kernels.example.api import add_one
 from npu_emu.kernels.example.kernel import add_one_access, add_one_kernel
 from npu_emu.kernels.example.tiling import AddOneTilingData, add_one_tiling
-from npu_emu.launch import launch, ub_view
+from npu_emu.device.launch import launch, ub_view
 
 
 def golden_add_one(x):
@@ -191,8 +191,8 @@ _CACHE_PROBE = textwrap.dedent('''
     from dataclasses import dataclass
     import numpy as np
     from numba import NumbaPerformanceWarning, njit, prange
-    import npu_emu.launch as L
-    from npu_emu.tiling_data import TilingData
+    import npu_emu.device.launch as L
+    from npu_emu.device.tiling_data import TilingData
     import npu_emu.kernels.example.kernel as ex
 
     @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The per-call memo (npu_emu.memo): a repeated call takes its host tiling, its checks and its checked access pattern
+"""The per-call memo (npu_emu.device.memo): a repeated call takes its host tiling, its checks and its checked access pattern
 from the memo, and a call that differs in anything they depend on (shape, dtype, option, soc, core count, user
 tiling fields or block_dim, group_index values) computes them afresh. Every op's result and trace equal those of
 the same call with the memo off; a rejected tiling is rejected again on every repeat, before any kernel runs."""
@@ -12,12 +12,12 @@ import pytest
 
 import npu_emu.aclnn as acl
 import npu_emu.ops as ops
-from npu_emu import memo
+from npu_emu.device import memo
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
-from npu_emu.goldens import gather_dequant_int8 as g_gather
-from npu_emu.goldens import mx_quant as g_mx
-from npu_emu.goldens import quant_matmul as g_qmm
-from npu_emu.goldens import sign_bits as g_sign
+from npu_emu.kernels.gather_dequant_int8 import golden as g_gather
+from npu_emu.kernels.mx_quant import golden as g_mx
+from npu_emu.kernels.quant_matmul import golden as g_qmm
+from npu_emu.kernels.sign_bits import golden as g_sign
 from npu_emu.kernels.mx_quant import api as mx_api
 from npu_emu.kernels.mx_quant import tiling as mx_tiling
 from npu_emu.kernels.quant_matmul import tiling as qmm_tiling

@@ -1,13 +1,13 @@
-"""npu_emu.platforms against docs/device/platforms.md (section numbers cited per test)."""
+"""npu_emu.device.platforms against docs/device/platforms.md (section numbers cited per test)."""
 
 import dataclasses
 import pickle
 
 import pytest
 
-from npu_emu import platforms
+from npu_emu.device import platforms
 from npu_emu.errors import AclnnError
-from npu_emu.platforms import UNKNOWN, Platform
+from npu_emu.device.platforms import UNKNOWN, Platform
 
 # docs/device/platforms.md §1, in table order.
 SPEC_KEYS = ("ascend910b1", "ascend910b2", "ascend910b2c", "ascend910b3", "ascend910b4", "ascend910_93",

@@ -9,7 +9,7 @@ import pytest
 from numba import njit
 
 from npu_emu.errors import AclnnError
-from npu_emu.tiling_data import TilingData, TilingResult
+from npu_emu.device.tiling_data import TilingData, TilingResult
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import pytest
 from npu_emu.errors import AclnnError
 from npu_emu.kernels.example.kernel import add_one_access
 from npu_emu.kernels.example.tiling import add_one_tiling, ub_bytes_per_core
-from npu_emu.validate import AccessPattern, GmOverrun, tile_ranges, validate
+from npu_emu.device.validate import AccessPattern, GmOverrun, tile_ranges, validate
 
 
 def tiled(n, **kw):

@@ -5,7 +5,7 @@ import pytest
 
 import npu_emu.aclnn as aclnn
 from npu_emu.errors import AclnnError
-from npu_emu.frontend import write_out
+from npu_emu.frontend.core import write_out
 
 
 def test_read_only_out_is_refused_before_anything_is_written():

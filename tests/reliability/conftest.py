@@ -47,7 +47,7 @@ settings.register_profile("reliability-slow", max_examples=H.SLOW_EXAMPLES, dera
 @pytest.fixture
 def fresh_memory_limit():
     """Leaves the memory guard as it was (no user limit) whatever the test does."""
-    from npu_emu import frontend
+    from npu_emu.frontend import core as frontend
 
     old = frontend._memory_limit
     yield frontend

@@ -6,7 +6,7 @@ error_model='numpy', prange over cores):
 * parallel=True: NOT checked -- the body of a prange loop is compiled into a parfor gufunc that does not inherit the
   boundscheck flag (nor do njit functions it calls), so a bounds-checked run of tests/kernels checks only the code
   outside the per-core loops. The bounds job therefore compiles the kernels with parallel=False:
-  ``NPU_EMU_SERIAL_KERNELS=1`` (npu_emu/jit_options.py), which every parallel kernel reads where it is decorated.
+  ``NPU_EMU_SERIAL_KERNELS=1`` (npu_emu/device/jit_options.py), which every parallel kernel reads where it is decorated.
 
 numba's cache index is keyed by signature, CPU and bytecode only -- not by the boundscheck flag
 (numba/core/caching.py ``_index_key``) -- so a bounds-checked run must use its own NUMBA_CACHE_DIR, or it silently

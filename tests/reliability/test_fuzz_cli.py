@@ -21,7 +21,8 @@ import pytest
 from hypothesis import strategies as st
 
 import npu_reliability as H
-from npu_emu import cli, frontend
+from npu_emu import cli
+from npu_emu.frontend import core as frontend
 
 COMMANDS = cli._load_commands()
 PARSER = cli.build_parser(COMMANDS)

@@ -4,7 +4,7 @@ Valid calls: int32 accumulators of any rank (empty included) with extreme values
 numpy uint64/int64, 0-d array, DeqValue) or a per-channel table (uint64 / int64 array, list, DeqVector) whose fields
 are random except where the mode constrains them (M zero or a normal float for DEQ8 / DEQ16, one MCB bit and, for
 DEQ8, one sign bit in a table), is_relu, every switch, an optional preallocated out. Mutations: wrong dtypes, bad
-words, bad mode / switches / soc, mismatched out. Golden: npu_emu/goldens/data_copy_deq.py.
+words, bad mode / switches / soc, mismatched out. Golden: kernels/data_copy_dequant/golden.py.
 """
 
 import numpy as np
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import npu_emu.ops as ops
 import npu_reliability as H
 from npu_emu.ascendc import deq as deq_mod
-from npu_emu.goldens import data_copy_deq as golden
+from npu_emu.kernels.data_copy_dequant import golden as golden
 
 MODES = ["DEQ8", "DEQ16", "DEQS16"]
 OUT_DTYPES = {"DEQ16": np.float16, "DEQS16": np.int16}

@@ -2,7 +2,7 @@
 
 encode is checked against the codec tests' independent reference (tests/dtypes/reference.py: grid searches in
 value space and a transcription of the HiF8 HYBRID pseudo-code), decode against ml_dtypes / en_dtypes value
-tables and npu_emu/goldens/mx_quant.py's E8M0 decoder. NaN results are checked as "a NaN code with the input's
+tables and kernels/mx_quant/golden.py's E8M0 decoder. NaN results are checked as "a NaN code with the input's
 sign" where the reference says so (docs/codecs.md §14: the NaN byte is not documented). Every argument is also fuzzed
 with values it must reject.
 """
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import npu_reliability as H
 from npu_emu import dtypes
-from npu_emu.goldens import mx_quant as mx_golden
+from npu_emu.kernels.mx_quant import golden as mx_golden
 
 ENC_FORMATS = ["hifloat8", "float8_e5m2", "float8_e4m3fn", "float8_e8m0", "float4_e2m1", "float4_e1m2"]
 DEC_FORMATS = ENC_FORMATS + ["float6_e3m2", "float6_e2m3"]
@@ -255,7 +255,7 @@ def _fuzz_decode(data):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# pack_fp4 / unpack_fp4: against npu_emu/goldens/mx_quant.py's packer
+# pack_fp4 / unpack_fp4: against kernels/mx_quant/golden.py's packer
 # ---------------------------------------------------------------------------------------------------------------
 
 def _fuzz_fp4_packing(data):

@@ -3,7 +3,7 @@
 Valid calls vary vocabulary, embedding width (multiples of 32), index shape (0-d, empty, 1-d, 3-d), fp16 spelling of
 scale / zero_point (float16 or uint16 bits, shape (V,) or (V, 1)), their values (NaN, Inf, -0.0, subnormals), the
 fp16_subnormal switch, core_num, ub_size and the memory layout; one mutation at most makes the call invalid.
-Golden: npu_emu/goldens/gather_dequant_int8.py.
+Golden: kernels/gather_dequant_int8/golden.py.
 """
 
 import numpy as np
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import npu_emu.ops as ops
 import npu_reliability as H
-from npu_emu.goldens import gather_dequant_int8 as golden
+from npu_emu.kernels.gather_dequant_int8 import golden as golden
 
 INDEX_SHAPES = [(), (0,), (1,), (5,), (2, 3), (2, 0, 3), (1, 2, 2)]
 MUTATIONS = ["none"] * 8 + ["none_arg", "table_dtype", "indices_dtype", "fp16_dtype", "emb", "table_ndim",

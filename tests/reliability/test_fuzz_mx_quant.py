@@ -5,7 +5,7 @@ values with NaN, Inf, -0.0 and subnormals, every destination format and its roun
 sizes, axes, ranks 1-3, empty shapes, core_num / ub_size, CANN versions and the behaviour switches; grouped calls draw
 cumulative group END offsets including empty groups. At most one mutation makes the call invalid (None tensors,
 wrong dtypes, bad attributes, out-of-range / decreasing group offsets, mismatched outputs). Golden:
-npu_emu/goldens/mx_quant.py. Entries that are not exported yet are skipped (they appear in npu_emu.ops / .aclnn as
+kernels/mx_quant/golden.py. Entries that are not exported yet are skipped (they appear in npu_emu.ops / .aclnn as
 the MX work lands).
 """
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import npu_emu.ops as ops
 import npu_reliability as H
-from npu_emu.goldens import mx_quant as golden
+from npu_emu.kernels.mx_quant import golden as golden
 
 TORCH_CODES = {23: "float8_e5m2", 24: "float8_e4m3fn", 291: "float8_e5m2", 292: "float8_e4m3fn",
                296: "float4_e2m1", 297: "float4_e1m2"}

@@ -5,7 +5,7 @@ Valid calls: int8 x int8 of every V3 epilogue (T-T / T-C / K-C / K-T pertoken, r
 float and bf16 scales, int32 / float / bf16 bias) on 910B and 950, random small m / k / n (empty m and n included),
 read-only inputs in several memory layouts (a column-major x1 / x2 is a transposed view the front end detects),
 core_num overrides. Mutations: None operands, wrong dtypes, mismatched k / scale / bias / batch, bad output dtype,
-switches, SoC, group_sizes, mismatched aclnn out. Golden: npu_emu/goldens/quant_matmul.py.
+switches, SoC, group_sizes, mismatched aclnn out. Golden: kernels/quant_matmul/golden.py.
 V4 / V5 / sparse modes are being finished by their owner and are not fuzzed here yet.
 """
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import npu_emu.ops as ops
 import npu_reliability as H
-from npu_emu.goldens import quant_matmul as golden
+from npu_emu.kernels.quant_matmul import golden as golden
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 SOCS = ["ascend910b2", "ascend950pr"]

@@ -2,7 +2,7 @@
 
 Each example draws a valid call (shape, size, dtype spelling, switches, SoC, core_num / ub_size, memory layout of
 the read-only input) and at most one mutation that makes it invalid; the call must then fail with the listed
-status or (when valid) return the bits of npu_emu/goldens/sign_bits.py.
+status or (when valid) return the bits of kernels/sign_bits/golden.py.
 """
 
 import numpy as np
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import npu_emu.ops as ops
 import npu_reliability as H
-from npu_emu.goldens import sign_bits as golden
+from npu_emu.kernels.sign_bits import golden as golden
 
 # Byte counts around the 64-byte block, the 512-byte pack unit and multi-core splits (with small ub_size).
 N_BYTES = [0, 1, 7, 8, 63, 64, 65, 127, 200, 511, 513, 1000, 2049]

@@ -82,7 +82,7 @@ def test_grouped_mx_aclnn_empty_x_leaves_mxscale_untouched(v2):
 def test_pack_910b_short_last_tile_is_rejected(field):
     import dataclasses
 
-    from npu_emu.goldens import sign_bits as golden
+    from npu_emu.kernels.sign_bits import golden as golden
     from npu_emu.kernels.sign_bits import tiling as sbt
 
     x = np.random.default_rng(12).standard_normal(100_000).astype(np.float32)
@@ -118,7 +118,7 @@ def test_unpack_910b_odd_tile_is_rejected_by_validation():
 def test_unpack_910b_short_tail_is_rejected(field, value):
     import dataclasses
 
-    from npu_emu.goldens import sign_bits as golden
+    from npu_emu.kernels.sign_bits import golden as golden
     from npu_emu.kernels.sign_bits import tiling as sbt
 
     x = np.random.default_rng(11).integers(0, 256, 1000, dtype=np.uint8)
@@ -162,31 +162,31 @@ CLI_BUGS = [
     (MemoryError, "tiling sign_bits_pack huge n",
      "(kernels/sign_bits tiling / access pattern: --n 2^63 builds a per-tile table: numpy MemoryError)",
      ["tiling", "sign_bits_pack", "--n", str(2 ** 63), "--core-num", str(2 ** 63)]),
-    (ValueError, "golden seed -1", "(npu_emu/goldens/gather_dequant_int8.py make_case: --seed -1 reaches np.random.seed: "
+    (ValueError, "golden seed -1", "(kernels/gather_dequant_int8/golden.py make_case: --seed -1 reaches np.random.seed: "
                        "ValueError)",
      ["golden", "gather_dequant_int8", "--out", "{tmp}/g", "--seed", "-1"]),
-    (ValueError, "golden emb-dim 0", "(npu_emu/goldens/gather_dequant_int8.py quantize_embedding: --emb-dim 0: ValueError 'zero-"
+    (ValueError, "golden emb-dim 0", "(kernels/gather_dequant_int8/golden.py quantize_embedding: --emb-dim 0: ValueError 'zero-"
                          "size array to reduction operation')",
      ["golden", "gather_dequant_int8", "--out", "{tmp}/g", "--emb-dim", "0"]),
-    (IndexError, "golden deq n 0", "(npu_emu/goldens/data_copy_deq.py data_copy_dequant line ~163 words.flat[0] on an empty "
+    (IndexError, "golden deq n 0", "(kernels/data_copy_dequant/golden.py data_copy_dequant line ~163 words.flat[0] on an empty "
                        "table: IndexError)",
      ["golden", "data_copy_dequant", "--out", "{tmp}/g", "--n", "0"]),
-    (ValueError, "golden deq rows -1", "(npu_emu/cli.py _golden_deq: --rows -1: ValueError 'negative dimensions')",
+    (ValueError, "golden deq rows -1", "(npu_emu/cli/__init__.py _golden_deq: --rows -1: ValueError 'negative dimensions')",
      ["golden", "data_copy_dequant", "--out", "{tmp}/g", "--rows", "-1"]),
-    (ValueError, "golden sign_bits size 0", "(npu_emu/goldens/sign_bits.py sign_bits_unpack: --n 0 --size 0: ValueError)",
+    (ValueError, "golden sign_bits size 0", "(kernels/sign_bits/golden.py sign_bits_unpack: --n 0 --size 0: ValueError)",
      ["golden", "sign_bits_unpack", "--out", "{tmp}/g", "--n", "0", "--size", "0"]),
-    (ValueError, "golden sign_bits_pack size", "(npu_emu/goldens/sign_bits.py sign_bits_pack: --n 3 --size 32 (not a divisor): "
+    (ValueError, "golden sign_bits_pack size", "(kernels/sign_bits/golden.py sign_bits_pack: --n 3 --size 32 (not a divisor): "
                                    "ValueError 'cannot reshape')",
      ["golden", "sign_bits_pack", "--out", "{tmp}/g", "--n", "3", "--size", "32"]),
     (ValueError, "golden quant_matmul huge n", "(kernels/quant_matmul/cli.py _golden: --n 2^63: ValueError 'Maximum allowed "
                                    "dimension exceeded')",
      ["golden", "quant_matmul", "--out", "{tmp}/g", "--n", str(2 ** 63)]),
-    (ValueError, "golden grouped mx 3-d", "(npu_emu/goldens/mx_quant.py grouped_dynamic_mx_quant: 3-d --shape: ValueError)",
+    (ValueError, "golden grouped mx 3-d", "(kernels/mx_quant/golden.py grouped_dynamic_mx_quant: 3-d --shape: ValueError)",
      ["golden", "grouped_dynamic_mx_quant", "--out", "{tmp}/g", "--shape", "2,3,32"]),
-    (FileExistsError, "golden --out is a file", "(every kernels/*/cli.py _golden and npu_emu/cli.py _golden_deq: os.makedirs on an "
+    (FileExistsError, "golden --out is a file", "(every kernels/*/cli.py _golden and npu_emu/cli/__init__.py _golden_deq: os.makedirs on an "
                                "existing file: FileExistsError)",
      ["golden", "sign_bits_unpack", "--out", "{tmp}/file.bin"]),
-    (IsADirectoryError, "run --output is a directory", "(npu_emu/cli.py write_bin, line ~98: an existing directory as --output: "
+    (IsADirectoryError, "run --output is a directory", "(npu_emu/cli/__init__.py write_bin, line ~98: an existing directory as --output: "
                                     "IsADirectoryError)",
      ["run", "trans_quant_param", "--scale", "{tmp}/file.bin", "--output", "{tmp}"]),
 ]

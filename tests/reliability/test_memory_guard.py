@@ -13,7 +13,7 @@ import pytest
 
 import npu_emu.ops as ops
 import npu_reliability as H
-from npu_emu import frontend
+from npu_emu.frontend import core as frontend
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_RUNTIME_ERROR, AclnnError
 
 MX_HOME = "npu_emu.kernels.mx_quant.api"

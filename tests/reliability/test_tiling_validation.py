@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 import npu_reliability as H
 from npu_emu import AclnnError
-from npu_emu.goldens import sign_bits as sb_golden
+from npu_emu.kernels.sign_bits import golden as sb_golden
 from npu_emu.kernels.sign_bits import tiling as sbt
 from npu_emu.ops import npu_sign_bits_pack, npu_sign_bits_unpack
 
@@ -163,7 +163,7 @@ _CHILD = textwrap.dedent("""
     resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))      # a runaway allocation fails, no OOM killer
     import numpy as np
     from npu_emu import AclnnError
-    from npu_emu.goldens import sign_bits as g
+    from npu_emu.kernels.sign_bits import golden as g
     from npu_emu.kernels.sign_bits import tiling as T
     from npu_emu.ops import npu_sign_bits_pack, npu_sign_bits_unpack
     case = sys.argv[1]
@@ -416,7 +416,7 @@ def _fuzz_grouped_tiling(data):
         td = dataclasses.replace(td, blockRowCount=host.blockRowCount)
     outcome = H.call_entry("npu_grouped_dynamic_mx_quant(tiling=)", _grouped_call(fn, td))
     if outcome[0] == "ok":
-        from npu_emu.goldens import mx_quant as mxg
+        from npu_emu.kernels.mx_quant import golden as mxg
 
         gy, gs = mxg.grouped_dynamic_mx_quant(X_MX, GI_MX, dst_type="float8_e4m3fn")
         H.same_bits(np.asarray(outcome[1][0]).view(np.uint8), gy, "grouped y with user tiling")

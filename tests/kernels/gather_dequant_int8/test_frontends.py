@@ -8,8 +8,8 @@ import pytest
 
 from npu_emu.cli import build_parser
 from npu_emu.errors import AclnnError
-from npu_emu.frontend import recent_error
-from npu_emu.goldens import gather_dequant_int8 as golden
+from npu_emu.frontend.core import recent_error
+from npu_emu.kernels.gather_dequant_int8 import golden as golden
 from npu_emu.kernels.gather_dequant_int8 import api, cli
 
 V, E = 4, 32

@@ -9,7 +9,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from npu_emu.goldens import gather_dequant_int8 as golden
+from npu_emu.kernels.gather_dequant_int8 import golden as golden
 
 # docs/ops/gather_dequant_int8.md §6.1: (q, zp bits, scale bits, fp16(q - zp) bits, y "keep", y "flush",
 # y with a single fp32 rounding). Derivations are in the table of §6.1; e.g. G7: 200 - 0.2999 = 199.7001 rounds to

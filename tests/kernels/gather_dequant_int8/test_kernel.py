@@ -2,7 +2,7 @@
 
 Both kernels run here: the faithful transliteration (``faithful=True``, block_dim from the tiling) and the fast
 per-row table path that the front ends use by default; they must agree bit for bit with each other and with
-npu_emu.goldens.gather_dequant_int8, which never calls either.
+npu_emu.kernels.gather_dequant_int8.golden, which never calls either.
 """
 
 import hashlib
@@ -13,7 +13,7 @@ import numba
 import numpy as np
 import pytest
 
-from npu_emu.goldens import gather_dequant_int8 as golden
+from npu_emu.kernels.gather_dequant_int8 import golden as golden
 from npu_emu.kernels.gather_dequant_int8.api import gather_dequant_int8
 
 

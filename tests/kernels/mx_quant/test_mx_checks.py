@@ -465,7 +465,7 @@ def test_export_lists_name_public_functions():
 
 @pytest.fixture
 def memory_limit():
-    from npu_emu import frontend
+    from npu_emu.frontend import core as frontend
 
     old = frontend.set_memory_limit(None)
     yield frontend.set_memory_limit

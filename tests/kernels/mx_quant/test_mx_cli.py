@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 
 from npu_emu import cli as npu_cli
-from npu_emu.goldens import mx_quant as golden
+from npu_emu.kernels.mx_quant import golden as golden
 from npu_emu.kernels.mx_quant.cli import COMMANDS
 
 

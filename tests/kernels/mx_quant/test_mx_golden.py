@@ -5,7 +5,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from npu_emu.goldens import mx_quant as g
+from npu_emu.kernels.mx_quant import golden as g
 
 
 @pytest.mark.parametrize("fmt, v, code", [

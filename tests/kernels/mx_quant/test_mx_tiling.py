@@ -89,7 +89,7 @@ def test_process_base_split():
 def test_access_pattern_covers_y_once():
     tr = tiling.grouped_tiling(333, 300, 5, x_dtype="bfloat16", y_dtype="float4_e2m1", core_num=7)
     ap = kernel.grouped_access(tr.tiling, np.array([10, 75, 75, 200, 333], np.int32), 333, 300, True, 7)
-    from npu_emu.validate import validate
+    from npu_emu.device.validate import validate
 
     assert validate(ap, ub_size=tr.ub_size).ok
 
@@ -199,7 +199,7 @@ def test_dynamic_units_cover_every_block_pair(shape, axis, bs):
     assert td.pairChunk * td.pairChunkNum >= td.pairNum and td.postChunk * td.postChunkNum >= td.postAxisSize
     assert any("not reproduced" in n for n in tr.notes)
     access = kernel.dynamic_access(td, True, "bfloat16")
-    from npu_emu.validate import validate
+    from npu_emu.device.validate import validate
 
     assert validate(access, ub_size=tr.ub_size).ok
 

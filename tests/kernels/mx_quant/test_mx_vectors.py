@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from npu_emu.goldens import mx_quant as golden
+from npu_emu.kernels.mx_quant import golden as golden
 from npu_emu.kernels.mx_quant import api
 
 TORCH_CODE = {"float8_e5m2": 23, "float8_e4m3fn": 24, "float4_e2m1": 296, "float4_e1m2": 297}

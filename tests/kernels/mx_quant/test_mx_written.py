@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from npu_emu.goldens import mx_quant as golden
+from npu_emu.kernels.mx_quant import golden as golden
 from npu_emu.kernels.mx_quant import api
 
 POISON = 0xAB

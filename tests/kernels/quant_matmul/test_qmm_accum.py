@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from npu_emu.goldens import quant_matmul as golden
+from npu_emu.kernels.quant_matmul import golden as golden
 from npu_emu.kernels.quant_matmul import accum
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from npu_emu.errors import AclnnError
-from npu_emu.frontend import recent_error
+from npu_emu.frontend.core import recent_error
 from npu_emu.kernels.quant_matmul import api
 from npu_emu.kernels.quant_matmul.api import NzWeight, npu_quant_matmul, npu_trans_quant_param
 

@@ -1,10 +1,10 @@
-"""Random inputs of every V3 mode against the independent golden (npu_emu/goldens/quant_matmul.py), bit-exact."""
+"""Random inputs of every V3 mode against the independent golden (kernels/quant_matmul/golden.py), bit-exact."""
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from npu_emu.goldens import quant_matmul as golden
+from npu_emu.kernels.quant_matmul import golden as golden
 from npu_emu.kernels.quant_matmul.api import NzWeight, npu_quant_matmul, npu_trans_quant_param
 
 E4M3, E5M2, BF16 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.bfloat16

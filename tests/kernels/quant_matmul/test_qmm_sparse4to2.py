@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from npu_emu.errors import AclnnError
-from npu_emu.goldens import quant_matmul as golden
+from npu_emu.kernels.quant_matmul import golden as golden
 from npu_emu.kernels.quant_matmul import sparse4to2 as sp
 from npu_emu.kernels.quant_matmul.api import NzWeight
 

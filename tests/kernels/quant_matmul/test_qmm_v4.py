@@ -7,8 +7,8 @@ import numba
 import numpy as np
 import pytest
 
-from npu_emu.frontend import recent_error
-from npu_emu.goldens import quant_matmul as golden
+from npu_emu.frontend.core import recent_error
+from npu_emu.kernels.quant_matmul import golden as golden
 from npu_emu.kernels.quant_matmul import api
 from npu_emu.kernels.quant_matmul.api import npu_quant_matmul, npu_trans_quant_param
 

@@ -5,7 +5,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from npu_emu.goldens import quant_matmul as golden
+from npu_emu.kernels.quant_matmul import golden as golden
 from npu_emu.kernels.quant_matmul.api import npu_quant_matmul, npu_trans_quant_param
 
 E4M3 = ml_dtypes.float8_e4m3fn

@@ -5,7 +5,7 @@ multiple of the 64-byte block (its padding is a GM overrun the kernel must not p
 import numpy as np
 import pytest
 
-from npu_emu.goldens import sign_bits as golden
+from npu_emu.kernels.sign_bits import golden as golden
 from npu_emu.kernels.sign_bits import kernel, tiling
 
 CASES = [  # (n, core_num, ub_size): which branch of docs/ops/sign_bits.md §2 each one takes is asserted below

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from npu_emu import AclnnError
-from npu_emu.goldens import sign_bits as golden
+from npu_emu.kernels.sign_bits import golden as golden
 from npu_emu.kernels.sign_bits import tiling as sbt
 from npu_emu.ops import npu_sign_bits_pack, npu_sign_bits_unpack
 

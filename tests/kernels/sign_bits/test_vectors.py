@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from npu_emu.goldens import sign_bits as golden
+from npu_emu.kernels.sign_bits import golden as golden
 from npu_emu.ops import npu_sign_bits_pack, npu_sign_bits_unpack
 
 P = np.uint32(0x3F800000)   # +1.0f

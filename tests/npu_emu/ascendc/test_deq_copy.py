@@ -13,7 +13,7 @@ from npu_emu.kernels.data_copy_dequant.api import data_copy_dequant
 from npu_emu.ascendc.nz import nd_to_nz, nz_to_nd
 from npu_emu.ascendc.params import DataCopyParams
 from npu_emu.errors import AclnnError
-from npu_emu.goldens import data_copy_deq as golden
+from npu_emu.kernels.data_copy_dequant import golden as golden
 
 SENTINEL = 0xEE
 ONE_INT8 = 0x00004000_3F800000  # M = 1, sign: int8 result = x saturated

@@ -9,7 +9,7 @@ from npu_emu.ascendc.deq import (
     DataCopyEnhancedParams, DeqValue, DeqVector, deq_register,
 )
 from npu_emu.errors import AclnnError
-from npu_emu.goldens import data_copy_deq as golden
+from npu_emu.kernels.data_copy_dequant import golden as golden
 
 INVALID = 161002
 

@@ -7,7 +7,7 @@ import pytest
 
 from npu_emu.ascendc import deq
 from npu_emu.ascendc.params import DataCopyParams
-from npu_emu.goldens import data_copy_deq as golden
+from npu_emu.kernels.data_copy_dequant import golden as golden
 from npu_emu.kernels.data_copy_dequant.api import data_copy_dequant
 
 # (id, mode, final register word, x values, switches, expected); DEQ16 expectations are half bit patterns.

@@ -18,26 +18,26 @@ import textwrap
 import numpy as np
 
 from npu_emu.errors import AclnnError
+from npu_emu.frontend.binfile import parse_shape, read_bin, write_bin, write_case  # noqa: F401 (the per-op verbs' helpers, as before)
 
 # Op families with a CLI module, in the order `npu-emu list` shows them. A module that is not there yet (an op
 # family still being written) is skipped.
-CLI_MODULES = (
-    "npu_emu.kernels.sign_bits.cli",
-    "npu_emu.kernels.gather_dequant_int8.cli",
-    "npu_emu.kernels.mx_quant.cli",
-    "npu_emu.kernels.quant_matmul.cli",
-    "npu_emu.kernels.data_copy_dequant.cli",
-)
 
-# Formats npu-emu encodes/decodes (docs/conventions.md §5: aclDataType codes) and how a .bin file stores them.
-FORMATS = (
-    ("float8_e4m3fn", 36, "1 byte per element (ml_dtypes.float8_e4m3fn)"),
-    ("float8_e5m2", 35, "1 byte per element (ml_dtypes.float8_e5m2)"),
-    ("float8_e8m0", 37, "1 byte per element, uint8 codes (E8M0 scales)"),
-    ("hifloat8", 34, "1 byte per element, uint8 codes"),
-    ("float4_e2m1", 40, "2 elements per byte, element 0 in the low nibble"),
-    ("float4_e1m2", 41, "2 elements per byte, element 0 in the low nibble"),
-)
+# Formats npu-emu encodes/decodes (the dtype table, docs/conventions.md §5) and how a .bin file stores them.
+def _formats():
+    from npu_emu import dtype_table as table
+
+    def storage(d):
+        if d.bits == 4:
+            return "2 elements per byte, element 0 in the low nibble"
+        if d.storage.startswith("ml_dtypes."):
+            return f"1 byte per element ({d.storage})"
+        return "1 byte per element, uint8 codes" + (" (E8M0 scales)" if d.name == "float8_e8m0" else "")
+
+    return tuple((d.name, d.acl, storage(d)) for d in table.codecs() if d.bits != 6)
+
+
+FORMATS = _formats()
 
 EXAMPLES = """\
 examples:
@@ -53,15 +53,15 @@ examples:
 
 
 def _load_commands():
+    """The verbs of every declared op (kernels/<op>/op.py names its CLI module, an op of another package too)."""
+    from npu_emu.frontend import registry
+
     commands = {}
-    for mod in CLI_MODULES:
-        try:
-            m = importlib.import_module(mod)
-        except ModuleNotFoundError as e:  # an op family not written (or not installed) yet
-            if e.name and mod.startswith(e.name):
-                continue
-            raise
-        commands.update(m.COMMANDS)
+    for mod in registry.cli_modules():
+        for verb, entry in importlib.import_module(mod).COMMANDS.items():
+            if verb in commands:
+                raise registry.DeclarationError(f"CLI verb {verb!r} is declared twice (the second by {mod})")
+            commands[verb] = entry
     return commands
 
 
@@ -69,57 +69,8 @@ def _load_commands():
 # shared helpers for the per-op modules
 # ---------------------------------------------------------------------------------------------------------------
 
-def read_bin(path, dtype, shape=None):
-    """Raw little-endian .bin as written by CANN's gen_data.py (``ndarray.tofile``)."""
-    from npu_emu.frontend import storage_dtype
-
-    try:
-        data = np.fromfile(path, dtype=storage_dtype(dtype))
-    except FileNotFoundError:
-        raise SystemExit(f"npu-emu: input file {path} does not exist; check the path") from None
-    except IsADirectoryError:
-        raise SystemExit(f"npu-emu: {path} is a directory; name the .bin file inside it") from None
-    if shape is not None:
-        want = int(np.prod(shape))
-        if data.size != want:
-            raise SystemExit(f"npu-emu: {path} holds {data.size} {dtype} elements, the shape {tuple(shape)} "
-                             f"needs {want}; check --shape/--dtype")
-        data = data.reshape(shape)
-    return data
-
-
-def write_bin(path, arr):
-    """Raw little-endian bytes of ``arr`` (numpy or torch), as ``ndarray.tofile`` writes them."""
-    from npu_emu.frontend import as_array
-
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise SystemExit(f"npu-emu: the folder {d} for {path} does not exist; create it first")
-    np.ascontiguousarray(as_array(arr, "output")).tofile(path)
-
-
-def write_case(out_dir, head, inputs, outputs):
-    """Write a case for ``npu-emu compare``: every array as OUT_DIR/<file name>, and manifest.json with ``head``
-    (op, attributes, ...) and each file's shape and dtype. ``inputs`` / ``outputs``: {key: (file name, array)}."""
-    manifest = dict(head, inputs={}, outputs={})
-    for section, arrays in (("inputs", inputs), ("outputs", outputs)):
-        for key, (fname, arr) in arrays.items():
-            arr = np.asarray(arr)
-            write_bin(os.path.join(out_dir, fname), arr)
-            manifest[section][key] = {"file": fname, "shape": list(arr.shape), "dtype": str(arr.dtype)}
-    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=2)
-
-
-def parse_shape(text):
-    try:
-        return tuple(int(t) for t in text.replace("x", ",").split(",") if t.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"shape {text!r} must look like 128,256 or 128x256") from None
-
-
 def _dtype_arg(text):
-    from npu_emu.frontend import resolve_dtype
+    from npu_emu.frontend.core import resolve_dtype
 
     try:
         return resolve_dtype(text)
@@ -132,14 +83,14 @@ def _dtype_arg(text):
 # ---------------------------------------------------------------------------------------------------------------
 
 def _cmd_list(args, commands):
-    from npu_emu import platforms
+    from npu_emu.device import platforms
 
     print("ops (npu-emu VERB OP --help for the options):")
     for name, spec in commands.items():
         verbs = ", ".join(v for v in ("run", "tiling", "golden") if v in spec)
         print(f"  {name:28s} {spec.get('help', '')}  [{verbs}]")
     print("demo cases (npu-emu demo --only KEY, --shape KEY=DIMS):")
-    from npu_emu import demo
+    from npu_emu.cli import demo
 
     for key, b in demo.BUILDERS.items():
         print(f"  {key:28s} production {demo.fmt_dims(b.production):>16s}  small {demo.fmt_dims(b.small):>12s}  "
@@ -361,7 +312,7 @@ def _shape_override(text):
 
 
 def _run_demo(a, small):
-    from npu_emu import demo
+    from npu_emu.cli import demo
 
     return demo.main(small=small, only=a.only, shapes=dict(a.shape), repeat=a.repeat, threads=a.threads,
                      json_path=a.json, progress=not a.no_progress)
@@ -408,7 +359,7 @@ def _cmd_bench(a, commands):
 
 
 def _cmd_compile(a, commands):
-    from npu_emu import precompile
+    from npu_emu.cli import compile as precompile
 
     if a.jobs is not None and a.jobs < 1:
         raise SystemExit(f"npu-emu: --jobs {a.jobs}: use 1 (this process) or more worker processes")
@@ -482,7 +433,7 @@ def build_parser(commands):
     sp.add_argument("--publish", action="store_true", help="with --asv --record: then build the HTML dashboard")
     sp.set_defaults(func=_cmd_bench)
 
-    from npu_emu import op_configs
+    from npu_emu.cli import op_configs
 
     sp = sub.add_parser(
         "compile", formatter_class=fmt,
@@ -665,7 +616,7 @@ def build_parser(commands):
 
 
 def _cmd_quantize_checkpoint(args, commands):
-    from npu_emu import checkpoint
+    from npu_emu.dask import checkpoint
 
     return checkpoint.cli_main(args)
 
@@ -710,6 +661,3 @@ def main(argv=None):
         return 2
     return 0 if rc is None else int(rc)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -30,7 +30,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from npu_emu.tiling_data import TilingData, TilingResult
+from npu_emu.device.tiling_data import TilingData, TilingResult
 
 __all__ = ["MAX_ENTRIES", "Unkeyable", "key_of", "array_key", "cached", "call", "bypass", "clear", "stats"]
 

@@ -1,6 +1,6 @@
 """Per-core kernel launch and the UB view (docs/device/launch.md; docs/contributing/numba_rules.md §2.3, §3).
 
-A kernel is an ``@njit(parallel=PARALLEL, cache=True, error_model='numpy')`` function (``npu_emu.jit_options``)
+A kernel is an ``@njit(parallel=PARALLEL, cache=True, error_model='numpy')`` function (``npu_emu.device.jit_options``)
 ``kernel(block_dim, td, ub_size, *gm_buffers)`` whose body is ``for block_idx in prange(block_dim):`` - one
 iteration per AI Core / vector core, each with its own UB scratch ``np.empty(ub_size, np.uint8)`` and typed
 LocalTensor views of it from :func:`ub_view`. Cores write disjoint GM ranges (the validator proves it from the
@@ -16,11 +16,11 @@ import numpy as np
 from numba import njit
 from numba.extending import overload
 
-from npu_emu import jit_options  # noqa: F401  (installs the numba cache lock before any njit below compiles)
-from npu_emu import memo
+from npu_emu.device import jit_options  # noqa: F401  (installs the numba cache lock before any njit below compiles)
+from npu_emu.device import memo
 from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_INNER_TILING_ERROR, AclnnError
-from npu_emu.tiling_data import TilingData
-from npu_emu.validate import MAX_BLOCK_DIM, AccessPattern, GmOverrun, ValidationReport, validate as validate_access
+from npu_emu.device.tiling_data import TilingData
+from npu_emu.device.validate import MAX_BLOCK_DIM, AccessPattern, GmOverrun, ValidationReport, validate as validate_access
 
 # GmOverrun (defined with the access patterns it is computed from) is re-exported: the trace record of the launch.
 __all__ = ["ub_view", "launch", "UbViewError", "CheckedAccess", "check_access", "checked_access", "GmOverrun"]
@@ -123,7 +123,7 @@ def check_access(access, *, ub_size, validate=True, what="kernel tiling", proble
 
 def checked_access(key, build, *, ub_size, validate=True, what="kernel tiling", problems=None):
     """:func:`check_access` of ``build()`` (an AccessPattern) with ``problems()`` (a list of sentences, or None),
-    computed once per ``key`` (npu_emu.memo). ``key`` must hold everything ``build`` and ``problems`` read: the
+    computed once per ``key`` (npu_emu.device.memo). ``key`` must hold everything ``build`` and ``problems`` read: the
     op, its TilingResult (struct bytes, block_dim), the GM sizes and dtypes, every switch that changes an access,
     and input values that do (e.g. a gather's indices). A rejected tiling is not stored: it is built, validated
     and rejected again on every call."""
@@ -170,7 +170,7 @@ def _check_buffers(gm_buffers, access):
 def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validate=True):
     """Run ``kernel(block_dim, tiling.to_numba(), ub_size, *gm_buffers)`` on ``block_dim`` emulated cores.
 
-    ``access`` (an :class:`~npu_emu.validate.AccessPattern`) declares the GM buffers in argument order and
+    ``access`` (an :class:`~npu_emu.device.validate.AccessPattern`) declares the GM buffers in argument order and
     the kernel's per-core/per-tile GM ranges and UB bytes. With ``validate=True`` (default) a tiling that
     reads or writes outside a buffer, writes an element twice, leaves output elements unwritten or
     overflows ``ub_size`` raises AclnnError 561002 naming core, tile, buffer and range, and the kernel does
@@ -178,7 +178,7 @@ def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validat
     ``access`` may also be a :class:`CheckedAccess` (the pattern already checked, e.g. by :func:`checked_access`);
     with ``validate=True`` it must be a validated one.
 
-    Returns the :class:`~npu_emu.validate.ValidationReport` (its ``overruns`` are the trace's ``gm_overrun``),
+    Returns the :class:`~npu_emu.device.validate.ValidationReport` (its ``overruns`` are the trace's ``gm_overrun``),
     or None when nothing was validated. Kernels write their outputs in place; their return value is unused.
     """
     block_dim = _positive_int(block_dim, "block_dim", MAX_BLOCK_DIM)

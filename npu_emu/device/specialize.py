@@ -52,7 +52,7 @@ def njit(*args, **options):
     if args and callable(args[0]) and not options:
         return deco(args[0])
     if args:
-        raise TypeError("npu_emu.specialize.njit takes keyword options only")
+        raise TypeError("npu_emu.device.specialize.njit takes keyword options only")
     return deco
 
 

@@ -1,14 +1,14 @@
-"""``npu-emu compile``: run the op configurations of :mod:`npu_emu.op_configs` so that numba compiles and caches
+"""``npu-emu compile``: run the op configurations of :mod:`npu_emu.cli.op_configs` so that numba compiles and caches
 every kernel they call, and report what was compiled and how long it took.
 
-Scheduling: one task per op family (per :func:`npu_emu.op_configs.schedule_group`: the two MX quantizer families
+Scheduling: one task per op family (per :func:`npu_emu.cli.op_configs.schedule_group`: the two MX quantizer families
 share one), ``jobs`` worker processes (spawned, so no numba state is inherited), each task's configurations in
 one worker, one after the other. Configurations of one family call the same kernels (often the same kernel with
 another signature); in two workers they would compile the same function twice at the same time, wasting a
-core, and before npu_emu/cache_lock.py two processes saving different signatures of one function could leave an
+core, and before npu_emu/device/cache_lock.py two processes saving different signatures of one function could leave an
 index entry pointing at the other signature's machine code (numba issues #4807, #10128). The lock makes
 concurrent saves safe for every npu_emu process; the grouping keeps the work from being done twice. Small helpers
-shared by every family (npu_emu.launch and ascendc overloads) can still be compiled by two workers at once: the
+shared by every family (npu_emu.device.launch and ascendc overloads) can still be compiled by two workers at once: the
 lock keeps that correct, and the later save of an identical entry simply replaces the first.
 
 What a configuration compiled comes from numba's "numba:compile" events (one per dispatcher compile, nested when
@@ -79,7 +79,7 @@ def _worker_init(queue):
 
 
 def _run_family(names):
-    from npu_emu import op_configs
+    from npu_emu.cli import op_configs
 
     results = []
     for name in names:
@@ -112,7 +112,7 @@ def cache_location():
 
 
 def _by_family(configs):
-    from npu_emu.op_configs import COST_HINT, schedule_group
+    from npu_emu.cli.op_configs import COST_HINT, schedule_group
 
     groups = {}
     for c in configs:
@@ -228,7 +228,7 @@ def report(results, wall, jobs, where, out=None):
 
 
 def main(ops=None, jobs=None, list_only=False, json_path=None, progress=True):
-    from npu_emu import op_configs
+    from npu_emu.cli import op_configs
 
     try:
         configs = op_configs.select(ops)

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import ml_dtypes
 import numpy as np
 
+from npu_emu import dtype_table
+
 from npu_emu.errors import (
     ACLNN_ERR_INNER,
     ACLNN_ERR_PARAM_INVALID,
@@ -24,40 +26,20 @@ from npu_emu.errors import (
 # dtype names
 # ---------------------------------------------------------------------------------------------------------------
 
-# aclDataType values (docs/conventions.md §5; hicann/runtime: docs/api_docs/aclDataType.md).
-ACL_DTYPES = {
-    0: "float32", 1: "float16", 2: "int8", 3: "int32", 4: "uint8", 6: "int16", 7: "uint16", 8: "uint32",
-    9: "int64", 10: "uint64", 11: "float64", 12: "bool", 27: "bfloat16", 29: "int4", 34: "hifloat8",
-    35: "float8_e5m2", 36: "float8_e4m3fn", 37: "float8_e8m0", 40: "float4_e2m1", 41: "float4_e1m2",
-}
+# Names, codes and aliases come from the one dtype table (npu_emu.dtype_table, docs/conventions.md §5).
+def _storage_of(spec):
+    if spec.startswith("ml_dtypes."):
+        return np.dtype(getattr(ml_dtypes, spec[len("ml_dtypes."):]))
+    return np.dtype(spec)
+
+
+# aclDataType value -> name, for the dtypes npu-emu holds in arrays
+ACL_DTYPES = {d.acl: d.name for d in dtype_table.TABLE if d.storage}
 ACL_CODES = {v: k for k, v in ACL_DTYPES.items()}
 
-_ALIASES = {
-    "float": "float32", "fp32": "float32", "f32": "float32", "acl_float": "float32",
-    "half": "float16", "fp16": "float16", "f16": "float16", "acl_float16": "float16",
-    "bf16": "bfloat16", "acl_bf16": "bfloat16",
-    "double": "float64", "fp64": "float64",
-    "hif8": "hifloat8", "acl_hifloat8": "hifloat8",
-    "float8_e4m3": "float8_e4m3fn", "fp8_e4m3fn": "float8_e4m3fn", "e4m3fn": "float8_e4m3fn", "e4m3": "float8_e4m3fn",
-    "fp8_e5m2": "float8_e5m2", "e5m2": "float8_e5m2",
-    "float8_e8m0fnu": "float8_e8m0", "fp8_e8m0": "float8_e8m0", "e8m0": "float8_e8m0",
-    "float4_e2m1fn": "float4_e2m1", "float4_e2m1fn_x2": "float4_e2m1", "fp4_e2m1": "float4_e2m1", "e2m1": "float4_e2m1",
-    "float4_e1m2fn_x2": "float4_e1m2", "fp4_e1m2": "float4_e1m2", "e1m2": "float4_e1m2",
-    "bool_": "bool",
-}
-
 # Storage dtype of each name on the numpy side: ml_dtypes where it has the type, else the uint8 bit view that
-# torch_npu also uses (HiF8, E8M0, packed FP4).
-_STORAGE = {
-    "float32": np.dtype(np.float32), "float16": np.dtype(np.float16), "float64": np.dtype(np.float64),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16), "int8": np.dtype(np.int8), "uint8": np.dtype(np.uint8),
-    "int16": np.dtype(np.int16), "uint16": np.dtype(np.uint16), "int32": np.dtype(np.int32),
-    "uint32": np.dtype(np.uint32), "int64": np.dtype(np.int64), "uint64": np.dtype(np.uint64),
-    "bool": np.dtype(np.bool_), "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
-    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2), "float8_e8m0": np.dtype(np.uint8),
-    "hifloat8": np.dtype(np.uint8), "float4_e2m1": np.dtype(np.uint8), "float4_e1m2": np.dtype(np.uint8),
-    "int4": np.dtype(np.uint8),
-}
+# torch_npu also uses (HiF8, E8M0, packed FP4 / FP6, int4).
+_STORAGE = {d.name: _storage_of(d.storage) for d in dtype_table.TABLE if d.storage}
 
 _NUMPY_NAMES = {
     np.dtype(ml_dtypes.float8_e8m0fnu): "float8_e8m0",
@@ -70,9 +52,7 @@ def _torch_dtype_name(d):
     s = str(d)
     if not s.startswith("torch."):
         return None
-    s = s[len("torch."):]
-    return {"float": "float32", "half": "float16", "double": "float64", "long": "int64", "int": "int32",
-            "short": "int16", "float8_e8m0fnu": "float8_e8m0", "float4_e2m1fn_x2": "float4_e2m1"}.get(s, s)
+    return dtype_table.canonical(s) or s[len("torch."):]
 
 
 # numpy dtypes and names -> canonical names, filled as they are met: str() of a numpy dtype and the alias lookups
@@ -106,10 +86,7 @@ def _resolve_dtype(d, what):
                          f"{what}={int(d)} is not an aclDataType value this emulator knows; "
                          f"use one of {sorted(ACL_DTYPES)} or a name such as 'float16'")
     if isinstance(d, str):
-        key = d.strip().lower()
-        if key.startswith("torch."):
-            key = key[len("torch."):]
-        key = _ALIASES.get(key, key)
+        key = dtype_table.canonical(d)
         if key in _STORAGE:
             return key
         raise AclnnError(ACLNN_ERR_PARAM_INVALID,
@@ -123,20 +100,16 @@ def _resolve_dtype(d, what):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}={d!r} is not a dtype") from None
     if nd in _NUMPY_NAMES:
         return _NUMPY_NAMES[nd]
-    for name, st in _STORAGE.items():
-        if st == nd and name not in ("float8_e8m0", "hifloat8", "float4_e2m1", "float4_e1m2", "int4"):
-            return name
+    if nd.name in _STORAGE and _STORAGE[nd.name] == nd:      # a plain numpy / ml_dtypes type is its own name
+        return nd.name
     raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{what}={nd} is not supported by npu-emu")
 
 
 # torch / torch_npu dtype codes, as torch_npu's `dst_type` arguments take them. They are NOT aclDataType values
-# (docs/conventions.md §5): 23/24 are torch's float8_e5m2/e4m3fn, 290-297 torch_npu's own (torch_npu.hifloat8 = 290,
-# float8_e8m0fnu = 293, float4_e2m1fn_x2 = 296, float4_e1m2fn_x2 = 297; 291/292 e5m2/e4m3fn, accepted by the meta
-# functions, docs/ops/mx_quant.md §7).
-TORCH_NPU_DTYPES = {
-    23: "float8_e5m2", 24: "float8_e4m3fn", 290: "hifloat8", 291: "float8_e5m2", 292: "float8_e4m3fn",
-    293: "float8_e8m0", 296: "float4_e2m1", 297: "float4_e1m2",
-}
+# (docs/conventions.md §5): 23/24 are torch's float8_e5m2/e4m3fn, 285-297 torch_npu's own (aclDataType + 256:
+# torch_npu.hifloat8 = 290, float8_e8m0fnu = 293, float4_e2m1fn_x2 = 296, ...; 291/292 e5m2/e4m3fn, accepted by the
+# meta functions, docs/ops/mx_quant.md §7).
+TORCH_NPU_DTYPES = dict(sorted(dtype_table.TORCH_NPU_CODES.items()))
 
 
 def resolve_torch_npu_dtype(d, what="dst_type"):

@@ -14,7 +14,7 @@ npu_emu's kernels in parallel into one cache.
 next to the index (``<function>.nbi.lock``): the index is read, the data file chosen and both files written
 while no other process can read or write that function's cache. Loads still run side by side. The lock is taken
 per function and released before numba rebuilds the loaded code, so no process ever holds two of these locks
-(no lock-order deadlock). It is installed once per process by :mod:`npu_emu.jit_options`, which every module with
+(no lock-order deadlock). It is installed once per process by :mod:`npu_emu.device.jit_options`, which every module with
 cached kernels imports; it covers every numba cache of the process (other projects' functions too, harmlessly).
 Where no lock file can be opened (a read-only or missing cache folder, which no process can be writing to) the
 original unlocked code runs. Without ``fcntl`` (Windows) nothing is installed.

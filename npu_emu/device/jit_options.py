@@ -14,7 +14,7 @@ SERIAL_KERNELS = os.environ.get("NPU_EMU_SERIAL_KERNELS", "0").strip() not in ("
 PARALLEL = not SERIAL_KERNELS
 
 # Every module with cached kernels imports this one before it compiles anything: the place to make numba's cache
-# index safe for processes that compile at the same time (npu_emu/cache_lock.py says why).
-from npu_emu import cache_lock  # noqa: E402
+# index safe for processes that compile at the same time (npu_emu/device/cache_lock.py says why).
+from npu_emu.device import cache_lock  # noqa: E402
 
 cache_lock.install()
