@@ -52,11 +52,34 @@ def _np(t):
         else t.detach().contiguous().numpy()
 
 
-def _mx_exact(xq, xs, wq_kn, ws_kn):
-    """Exact sum over k of (x code · 2^(xs-127)) (w code · 2^(ws-127)) in float64; scales per 32 along k."""
-    xs = np.repeat(xs.astype(np.float64) - 127, 32, axis=1)[:, :xq.shape[1]]
-    ws = np.repeat(ws_kn.astype(np.float64) - 127, 32, axis=0)[:wq_kn.shape[0]]
-    return (xq * np.exp2(xs)) @ (wq_kn * np.exp2(ws))
+FP4 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])   # E2M1 codes (OCP MX v1.0)
+
+
+def _fp4_codes(packed):
+    """(…, k/2) bytes -> (…, k) E2M1 codes, even element in the low nibble."""
+    p = np.asarray(packed, np.uint8)
+    return np.stack((p & 0x0F, p >> 4), axis=-1).reshape(p.shape[:-1] + (2 * p.shape[-1],))
+
+
+def _fp8(codes):
+    return np.asarray(codes, np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+
+
+def _scaled(vals, e8m0, axis):
+    """values · 2^(code − 127), one code per 32 values along ``axis`` (float64, exact)."""
+    e = np.repeat(np.asarray(e8m0, np.uint8).astype(np.float64) - 127, 32, axis=axis)
+    return vals * np.exp2(e)
+
+
+def _u8(t):
+    return t.detach().contiguous().view(torch.uint8).numpy()
+
+
+def _mx_layer_direct(layer, xq, xs, **kw):
+    """npu_emu.ops.npu_quant_matmul on the layer's own operands, as the method passes them."""
+    return ops.npu_quant_matmul(xq, layer.weight, layer.weight_scale, pertoken_scale=xs,
+                                scale_dtype="float8_e8m0", pertoken_scale_dtype="float8_e8m0",
+                                output_dtype=torch.bfloat16, soc="ascend950pr", **kw)
 
 
 def w8a8_mxfp8():
@@ -70,36 +93,114 @@ def w8a8_mxfp8():
     method.process_weights_after_loading(layer)
     x = _x()
     y = method.apply(layer, x)
-    # npu-emu directly: the same quantiser and the matmul on the loaded operands (weight (k, n), scale (k/64, n, 2))
-    xq, xs = ops.npu_dynamic_mx_quant(_np(x), dst_type=ops.float8_e4m3fn if hasattr(ops, "float8_e4m3fn") else 292,
-                                      soc="ascend950pr")
-    w_kn = np.ascontiguousarray(_np(w.view(torch.uint8)).T).view(ml_dtypes.float8_e4m3fn)
-    ws_kn = np.ascontiguousarray(ws.numpy().T)                                  # (k/32, n)
-    ws_pk = np.ascontiguousarray(ws_kn.reshape(K // 64, 2, N).transpose(0, 2, 1))   # (k/64, n, 2)
-    direct = ops.npu_quant_matmul(xq, w_kn, ws_pk.view(ml_dtypes.float8_e8m0fnu), pertoken_scale=xs,
-                                  scale_dtype="float8_e8m0", pertoken_scale_dtype="float8_e8m0",
-                                  output_dtype="bfloat16", group_sizes=[1, 1, 32], soc="ascend950pr")
-    xs_kg = np.asarray(xs).view(np.uint8).reshape(M, -1)
-    exact = _mx_exact(np.asarray(xq).astype(np.float64), xs_kg, w_kn.astype(np.float64), ws_kn)
-    return y, direct, exact
+    xq, xs = ops.npu_dynamic_mx_quant(x, dst_type=torch.float8_e4m3fn, soc="ascend950pr")
+    direct = _mx_layer_direct(layer, xq, xs, group_sizes=[1, 1, 32])
+    a = _scaled(_fp8(_u8(xq)), _u8(xs).reshape(M, -1), 1)
+    b = _scaled(_fp8(_u8(w)), ws.numpy(), 1)
+    return y, direct, a @ b.T
 
 
-METHODS = {"W8A8_MXFP8": w8a8_mxfp8}
+def w4a4_mxfp4():
+    from vllm_ascend.quantization.methods.w4a4_mxfp4 import AscendW4A4MXFP4DynamicLinearMethod
+
+    emu_torch.set_soc("ascend950pr")
+    method = AscendW4A4MXFP4DynamicLinearMethod()
+    w = torch.from_numpy(RNG.integers(0, 256, size=(N, K // 2), dtype=np.uint8))
+    ws = _e8m0((N, K // 32))
+    layer = _layer(weight=w.clone(), weight_scale=ws.clone())
+    method.process_weights_after_loading(layer)
+    x = _x()
+    y = method.apply(layer, x)
+    xq, xs = ops.npu_dynamic_mx_quant(x, dst_type=296, round_mode="round", soc="ascend950pr")
+    direct = _mx_layer_direct(layer, xq, xs, group_sizes=[1, 1, 32], x1_dtype="float4_e2m1",
+                              x2_dtype="float4_e2m1")
+    a = _scaled(FP4[_fp4_codes(_u8(xq))], _u8(xs).reshape(M, -1), 1)
+    b = _scaled(FP4[_fp4_codes(w.numpy())], ws.numpy(), 1)
+    return y, direct, a @ b.T
+
+
+def w4a8_mxfp():
+    from vllm_ascend.quantization.methods.w4a8_mxfp4 import AscendW4A8MXFPDynamicLinearMethod
+
+    emu_torch.set_soc("ascend950pr")
+    method = AscendW4A8MXFPDynamicLinearMethod()
+    w = torch.from_numpy(RNG.integers(0, 256, size=(N, K // 2), dtype=np.uint8))
+    ws = _e8m0((N, K // 32))
+    layer = _layer(weight=w.clone(), weight_scale=ws.clone())
+    method.process_weights_after_loading(layer)              # npu_format_cast(29) + transpose: the WeightNz path
+    assert torch_npu.get_npu_format(layer.weight) == 29
+    x = _x()
+    y = method.apply(layer, x)
+    xq, xs = ops.npu_dynamic_mx_quant(x, dst_type=torch.float8_e4m3fn, soc="ascend950pr")
+    w_kn = np.ascontiguousarray(_fp4_codes(w.numpy()).T)                         # (k, n) codes
+    nz = ops.NzWeight.from_nd(w_kn, "float4_e2m1")
+    direct = ops.npu_quant_matmul(xq, nz, layer.weight_scale, pertoken_scale=xs, scale_dtype="float8_e8m0",
+                                  pertoken_scale_dtype="float8_e8m0", output_dtype=torch.bfloat16,
+                                  group_sizes=[0, 0, 32], soc="ascend950pr")
+    a = _scaled(_fp8(_u8(xq)), _u8(xs).reshape(M, -1), 1)
+    b = _scaled(FP4[_fp4_codes(w.numpy())], ws.numpy(), 1)
+    return y, direct, a @ b.T
+
+
+def w8a8_static():
+    from vllm_ascend.ascend_config import get_ascend_config
+    from vllm_ascend.quantization.methods.w8a8_static import AscendW8A8LinearMethod
+    from vllm_ascend.utils import set_weight_prefetch_method
+
+    from npu_emu.torch.custom_ops import add_cpu_kernels
+
+    import vllm_ascend.ops.register_custom_ops  # noqa: F401  vllm::quantize & co. (PrivateUse1 only)
+
+    add_cpu_kernels("vllm", ["quantize"])                   # their Python kernels call torch_npu: run them on CPU
+    set_weight_prefetch_method(get_ascend_config().weight_prefetch_config)
+    emu_torch.set_soc(None)                                 # the int8 path: the A2 (910B2)
+    method = AscendW8A8LinearMethod()
+    w = torch.from_numpy(RNG.integers(-127, 128, size=(N, K), dtype=np.int8))
+    in_scale = torch.tensor([0.02], dtype=torch.bfloat16)
+    in_offset = torch.tensor([3], dtype=torch.int8)
+    qbias = torch.from_numpy(RNG.integers(-2000, 2000, size=N, dtype=np.int32))
+    deq = torch.from_numpy((RNG.random(N) * 1e-3 + 1e-4).astype(np.float32))
+    layer = _layer(weight=w.clone(), input_scale=in_scale, input_offset=in_offset, quant_bias=qbias,
+                   deq_scale=deq, weight_scale=torch.ones(N, 1, dtype=torch.bfloat16),
+                   weight_offset=torch.zeros(N, 1, dtype=torch.bfloat16))
+    method.process_weights_after_loading(layer)
+    nz = torch_npu.get_npu_format(layer.weight) == 29
+    x = _x()
+    y = method.apply(layer, x)
+    from npu_emu.kernels.ascend_quant import api as aq
+
+    xq = aq.npu_quantize(x, layer.aclnn_input_scale_reciprocal, layer.aclnn_input_offset, 12, -1, False)
+    x2 = ops.NzWeight.from_nd(w.numpy().T.copy(), "int8") if nz else w.numpy().T.copy()
+    direct = ops.npu_quant_matmul(xq, x2, deq, bias=qbias, output_dtype=torch.bfloat16)
+    acc = xq.numpy().astype(np.float64) @ w.numpy().T.astype(np.float64) + qbias.numpy()
+    print("W8A8 weight format", 29 if nz else 2, flush=True)
+    return y, direct, acc * deq.numpy().astype(np.float64)
+
+
+METHODS = {"W8A8_MXFP8": w8a8_mxfp8, "W4A4_MXFP4": w4a4_mxfp4, "W4A8_MXFP": w4a8_mxfp, "W8A8": w8a8_static}
+
+
+def _bits16(t):
+    if isinstance(t, torch.Tensor):
+        return t.detach().contiguous().view(torch.int16).numpy().view(np.uint16)
+    return np.asarray(t).view(np.uint16)
 
 
 def main(argv):
     out, names = argv[0], argv[1:] or list(METHODS)
-    cfg = VllmConfig()
+    from vllm_ascend.ascend_config import init_ascend_config
     from vllm_ascend.quantization.modelslim_config import AscendModelSlimConfig
 
+    cfg = VllmConfig()
     cfg.quant_config = AscendModelSlimConfig({"group_size": 32})
+    init_ascend_config(cfg)                 # what vLLM-Ascend's platform does when vLLM hands it the config
     saved = {}
     with set_current_vllm_config(cfg):
         for name in names:
             y, direct, exact = METHODS[name]()
-            saved[f"{name}.y"] = _np(y).view(np.uint16) if y.dtype == torch.bfloat16 else _np(y)
-            saved[f"{name}.direct"] = np.asarray(direct).view(np.uint16)
-            saved[f"{name}.exact"] = exact
+            saved[f"{name}.y"] = _bits16(y)
+            saved[f"{name}.direct"] = _bits16(direct)
+            saved[f"{name}.exact"] = np.asarray(exact, np.float64)
             print(name, "done", flush=True)
     np.savez(out, **saved)
 
