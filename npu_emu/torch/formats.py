@@ -66,8 +66,15 @@ def nz_operand(t, x2_dtype=None):
     base = as_array(t, "x2")           # contiguous values of the view as passed
     transposed = tuple(t.shape) != shape and tuple(t.shape[-2:]) == shape[-2:][::-1]
     if fp4:
+        # the recorded (…, n, k/2) fp4x2 bytes -> (…, n, k) codes; a transposed view is x2 = (n, k)^T (transposeX2)
         src = t.transpose(-1, -2) if transposed else t
-        codes = _fp4_codes(as_array(src, "x2").view(np.uint8))          # (…, n, k) when transposed, else (…, k/2·2)
-        logical = np.swapaxes(codes, -1, -2) if transposed else codes
-        return NzWeight.from_nd(np.ascontiguousarray(logical), "float4_e2m1")
+        codes = _fp4_codes(as_array(src, "x2").view(np.uint8))
+        nz = NzWeight.from_nd(np.ascontiguousarray(codes), "float4_e2m1")
+        nz.transposed = transposed
+        return nz
+    if transposed:
+        nz = NzWeight.from_nd(np.ascontiguousarray(as_array(t.transpose(-1, -2), "x2")),
+                              "int8" if base.dtype == np.int8 else None)
+        nz.transposed = True
+        return nz
     return NzWeight.from_nd(np.ascontiguousarray(base), None if base.dtype != np.int8 else "int8")

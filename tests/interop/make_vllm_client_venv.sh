@@ -10,7 +10,7 @@ HERE=$(cd "$(dirname "$0")/../.." && pwd)
 python3.11 -m venv "$VENV" 2>/dev/null || python3 -m venv "$VENV"
 . "$VENV/bin/activate"
 pip install -q --upgrade pip
-pip install -q torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu
+pip install -q torch==2.13.0            # the CPU build
 pip install -q --no-deps vllm-ascend==0.23.0 vllm==0.23.0
 pip install -q pydantic regex cbor2 psutil pyzmq urllib3 aiohttp requests openai-harmony openai pillow pybase64 \
     cachetools msgspec cloudpickle uvloop py-cpuinfo prometheus_client xgrammar fastapi partial_json_parser \

@@ -132,8 +132,8 @@ def w4a8_mxfp():
     x = _x()
     y = method.apply(layer, x)
     xq, xs = ops.npu_dynamic_mx_quant(x, dst_type=torch.float8_e4m3fn, soc="ascend950pr")
-    w_kn = np.ascontiguousarray(_fp4_codes(w.numpy()).T)                         # (k, n) codes
-    nz = ops.NzWeight.from_nd(w_kn, "float4_e2m1")
+    # the weight as aclnnQuantMatmulWeightNz gets it from torch_npu: (n, k) in FRACTAL_NZ, transposeX2 = true
+    nz = ops.NzWeight.from_nd(np.ascontiguousarray(_fp4_codes(w.numpy())), "float4_e2m1", transposed=True)
     direct = ops.npu_quant_matmul(xq, nz, layer.weight_scale, pertoken_scale=xs, scale_dtype="float8_e8m0",
                                   pertoken_scale_dtype="float8_e8m0", output_dtype=torch.bfloat16,
                                   group_sizes=[0, 0, 32], soc="ascend950pr")
