@@ -54,10 +54,13 @@ def _set_soc(config):
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config, parser, args):
     """Install before the suite's conftest.py files are imported (this hook runs for plugins named with -p)."""
-    if early_config.getoption("--npu-emu-torch-npu") and early_config.getoption("--npu-emu-fill-stub"):
+    # the options are parsed into known_args_namespace at this point; config.option is filled later
+    ns = early_config.known_args_namespace
+    install, fill = getattr(ns, "npu_emu_torch_npu", False), getattr(ns, "npu_emu_fill_stub", False)
+    if install and fill:
         raise pytest.UsageError("--npu-emu-torch-npu and --npu-emu-fill-stub exclude each other: the first installs "
                                 "npu-emu's module, the second fills the suite's own stub")
-    if early_config.getoption("--npu-emu-torch-npu"):
+    if install:
         _install(early_config)
 
 

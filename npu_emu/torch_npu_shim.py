@@ -200,6 +200,9 @@ def install(npu_device=False, soc=None):
     sys.modules[NAME] = mod
     sys.modules[NAME + ".npu"] = mod.npu
     undo += [(sys.modules, NAME), (sys.modules, NAME + ".npu")]
+    if "torch.npu" not in sys.modules:          # torch imports the device module of a renamed PrivateUse1 by name
+        sys.modules["torch.npu"] = mod.npu
+        undo.append((sys.modules, "torch.npu"))
     for sub, submod in mod.__npu_emu_submodules__.items():
         if f"{NAME}.{sub}" not in sys.modules:
             sys.modules[f"{NAME}.{sub}"] = submod

@@ -102,7 +102,7 @@ def npu_quantize(input, scales, zero_points=None, dtype=None, axis=1, div_mode=T
     if div_mode:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                          f"npu_quantize(div_mode=True) runs aclnnQuantize (y = round(x / scales + zero_points)), "
-                         f"which npu-emu does not emulate yet; div_mode=False (aclnnAscendQuantV3, "
+                         f"which is not emulated yet; div_mode=False (aclnnAscendQuantV3, "
                          f"x * scales + zero_points) is emulated ({PAGE} §1)")
     axis = as_int(axis, "axis")
     axis = axis if axis < -1 else -1

@@ -152,6 +152,11 @@ def w8a8_static():
     import vllm_ascend.ops.register_custom_ops  # noqa: F401  vllm::quantize & co. (PrivateUse1 only)
 
     add_cpu_kernels("vllm", ["quantize"])                   # their Python kernels call torch_npu: run them on CPU
+    # W8A8's apply asks for vLLM-Ascend's weight-prefetch object, whose constructor reads the model's HF config to
+    # tell MoE models apart; there is no model here, so its cached answer is given (the one value set by hand)
+    import vllm_ascend.utils as va_utils
+
+    va_utils._IS_MOE_MODEL = False
     set_weight_prefetch_method(get_ascend_config().weight_prefetch_config)
     emu_torch.set_soc(None)                                 # the int8 path: the A2 (910B2)
     method = AscendW8A8LinearMethod()
