@@ -1,9 +1,8 @@
-"""The package's layers import only downwards (docs/contributing/layout.md §2).
+"""The package's layers import only downwards, and no import circle exists (docs/contributing/layout.md §2).
 
-public fronts (ops, aclnn, cli, demo) -> op fronts (kernels/<op>/api, checks, cli, ...) -> op kernels (tiling*,
-*kernel*, common, accum) -> launch model, instruction layer (npu_emu.ascendc), platforms -> codecs (npu_emu.dtypes).
-Goldens sit beside them and import no kernel, instruction or njit codec. Every import counts, including those
-inside functions.
+A module's layer is read from its path alone (the table below), so a new file falls into the layer of the folder it
+is put in. Every import counts, including those inside functions; the registry's ``"module:attribute"`` strings do
+not (they are resolved at run time, from the top).
 """
 
 import ast
@@ -11,86 +10,161 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FRONTS = ("npu_emu.frontend.core", "npu_emu.ops", "npu_emu.aclnn", "npu_emu.cli", "npu_emu.cli.demo", "npu_emu.cli.compile",
-          "npu_emu.cli.op_configs", "npu_emu.dask", "npu_emu.dask.checkpoint", "npu_emu.cabi")
-DEVICE = ("npu_emu.device.launch", "npu_emu.device.validate", "npu_emu.device.platforms", "npu_emu.device.tiling_data", "npu_emu.device.specialize",
-          "npu_emu.device.memo", "npu_emu.device.jit_options", "npu_emu.device.cache_lock")
+
+# (path pattern, layer), first match wins; a higher layer may import any lower one, never a higher one.
+LAYERS = (
+    # the errors, the dtype table, and the package marker the registry scans
+    (r"npu_emu/errors\.py|npu_emu/dtype_table\.py|npu_emu/__init__\.py|kernels/__init__\.py", 0, "base"),
+    # numba's options and the cache lock every njit function (the codecs' too) is compiled under
+    (r"dtypes/|npu_emu/device/(jit_options|cache_lock)\.py", 1, "codecs"),
+    (r"npu_emu/device/|npu_emu/ascendc/", 2, "device model"),
+    # an op folder's device side: op_host (tiling*), op_kernel (*kernel*), and their shared device helpers
+    (r"kernels/\w+/(\w*tiling\w*|\w*kernel\w*|common|accum|launch|row_quant|\w*_launch)\.py", 3, "op kernel"),
+    (r"kernels/\w+/golden\.py", 3, "golden"),
+    (r"npu_emu/frontend/cases\.py", 7, "op tools"),
+    (r"npu_emu/frontend/", 4, "front-end plumbing"),
+    (r"kernels/\w+/(op|api|checks|routing|operands|v3|v4|sparse4to2|trans_quant_param|switches|\w*api\w*)\.py|"
+     r"kernels/\w+/__init__\.py|kernels/example/", 5, "op front end"),
+    (r"npu_emu/ops\.py|npu_emu/aclnn\.py", 6, "public front ends"),
+    # what is built on the public API: an op's CLI verbs, compile configurations, demo cases and bindings
+    (r"kernels/\w+/(cli|configs|demo)\.py", 7, "op tools"),
+    (r"kernels/\w+/(torch_ops|dask_chunks|onnx_nodes)\.py", 7, "op integration"),
+    (r"npu_emu/(torch|dask|cabi)/|npu_emu/(onnx|torch_npu_shim|pytest_plugin)\.py", 7, "integrations"),
+    (r"npu_emu/cli/", 8, "command line"),
+)
 
 
-def module_name(path):
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def rel(path):
+    return path.relative_to(ROOT).as_posix()
+
+
+def layer_of(relpath):
+    for pattern, level, what in LAYERS:
+        if re.match(pattern, relpath):
+            return level, what
+    raise AssertionError(f"{relpath}: no layer; add its folder or name to LAYERS in tests/test_layering.py")
+
+
+def module_name(relpath):
+    parts = list(Path(relpath).with_suffix("").parts)
     if parts[0] in ("kernels", "dtypes"):
         parts = ["npu_emu"] + parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def sources():
+    out = {}
+    for folder in ("npu_emu", "kernels", "dtypes"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            out[module_name(rel(path))] = rel(path)
+    return out
+
+
 def imports(path):
+    """Modules of this package that ``path`` imports (``from a import b``: a.b when it is a module, else a)."""
+    mods = sources()
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse((ROOT / path).read_text())):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("npu_emu"))
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("npu_emu"):
-            found.add(node.module)
-            found.update(f"{node.module}.{a.name}" for a in node.names)
-    return found
+            for a in node.names:
+                sub = f"{node.module}.{a.name}"
+                found.add(sub if sub in mods else node.module)
+    return {m for m in found if m in mods}
 
 
-def _under(name, prefixes):
-    return any(name == p or name.startswith(p + ".") for p in prefixes)
+def graph():
+    mods = sources()
+    return {m: imports(p) for m, p in mods.items()}
 
 
-def is_front(name):
-    parts = name.split(".")
-    return _under(name, FRONTS) or (len(parts) >= 4 and parts[1] == "kernels" and not is_kernel(".".join(parts[:4])))
-
-
-def is_kernel(name):
-    parts = name.split(".")
-    return len(parts) >= 4 and parts[1] == "kernels" and (
-        re.search(r"(^|_)(tiling|kernel)($|_)", parts[3]) is not None or parts[3] in ("common", "accum"))
-
-
-def layer(name):
-    if _under(name, ("npu_emu.dtypes",)):
-        return "codecs"
-    if _under(name, ("npu_emu.goldens",)):
-        return "goldens"
-    if _under(name, ("npu_emu.ascendc",)) or _under(name, DEVICE):
-        return "device"
-    if is_kernel(name):
-        return "kernel"
-    return "front"
-
-
-def violations(name, targets):
-    own = layer(name)
+def violations(edges, paths):
     bad = []
-    for t in sorted(targets):
-        if own in ("kernel", "device", "codecs") and is_front(t):
-            bad.append(f"{name} ({own}) imports the front end {t}")
-        elif own == "device" and _under(t, ("npu_emu.kernels",)):
-            bad.append(f"{name} (device model) imports the op {t}")
-        elif own == "codecs" and not _under(t, ("npu_emu.dtypes", "npu_emu.errors", "npu_emu.device.jit_options")):
-            bad.append(f"{name} (codecs) imports {t}")
-        elif own == "goldens" and _under(t, ("npu_emu.kernels", "npu_emu.ascendc", "npu_emu.dtypes")):
-            bad.append(f"{name} (golden) imports the code under test {t}")
+    for m, targets in edges.items():
+        own, what = layer_of(paths[m])
+        for t in sorted(targets):
+            theirs, twhat = layer_of(paths[t])
+            if theirs > own:
+                bad.append(f"{paths[m]} ({what}) imports {paths[t]} ({twhat})")
     return bad
 
 
+def circles(edges):
+    """Strongly connected components of more than one module (Tarjan), or a module importing itself."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1 or v in edges.get(v, ()):
+                out.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _parents(m):
+    """A package's __init__ runs before any of its submodules: importing a.b.c imports a.b and a."""
+    parts = m.split(".")
+    return {".".join(parts[:i]) for i in range(2, len(parts))}
+
+
+def test_every_file_has_a_layer():
+    for path in sources().values():
+        layer_of(path)
+
+
 def test_layers_import_downwards():
-    bad = []
-    for folder in ("npu_emu", "kernels", "dtypes"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            bad += violations(module_name(path), imports(path))
+    paths = sources()
+    bad = violations(graph(), paths)
     assert not bad, "\n".join(bad)
 
 
-def test_the_rules_catch_upward_imports():
-    assert violations("npu_emu.ascendc.deq", {"npu_emu.frontend.as_array"})
-    assert violations("npu_emu.kernels.sign_bits.kernel", {"npu_emu.frontend.GmOverrun"})
-    assert violations("npu_emu.kernels.mx_quant.tiling", {"npu_emu.kernels.mx_quant.api"})
-    assert violations("npu_emu.device.launch", {"npu_emu.kernels.sign_bits.kernel"})
-    assert violations("npu_emu.kernels.mx_quant.golden", {"npu_emu.dtypes.scalar"})
-    assert violations("npu_emu.dtypes.scalar", {"npu_emu.device.platforms"})
-    assert not violations("npu_emu.kernels.sign_bits.api", {"npu_emu.frontend.core", "npu_emu.kernels.sign_bits.kernel"})
-    assert not violations("npu_emu.kernels.data_copy_dequant.kernel", {"npu_emu.ascendc.deq_kernels.deq8_element"})
+def test_no_import_circle():
+    edges = graph()
+    paths = sources()
+    # an import of a.b.c also runs a.b's __init__: count it, so a circle through a package's __init__ shows
+    full = {m: set(ts) | {p for t in ts for p in _parents(t) if p in paths and p != m and not m.startswith(p + ".")}
+            for m, ts in edges.items()}
+    found = circles(full)
+    assert not found, "import circles:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_the_rules_catch_upward_imports_and_circles():
+    paths = {"npu_emu.ascendc.deq": "npu_emu/ascendc/deq.py", "npu_emu.frontend.core": "npu_emu/frontend/core.py",
+             "npu_emu.kernels.x.kernel": "kernels/x/kernel.py", "npu_emu.kernels.x.api": "kernels/x/api.py",
+             "npu_emu.dtypes.scalar": "dtypes/scalar.py", "npu_emu.device.platforms": "npu_emu/device/platforms.py",
+             "npu_emu.kernels.x.golden": "kernels/x/golden.py", "npu_emu.cli": "npu_emu/cli/__init__.py"}
+    assert violations({"npu_emu.ascendc.deq": {"npu_emu.frontend.core"}}, paths)
+    assert violations({"npu_emu.kernels.x.kernel": {"npu_emu.kernels.x.api"}}, paths)
+    assert violations({"npu_emu.dtypes.scalar": {"npu_emu.device.platforms"}}, paths)
+    assert violations({"npu_emu.kernels.x.golden": {"npu_emu.frontend.core"}}, paths)
+    assert violations({"npu_emu.frontend.core": {"npu_emu.cli"}}, paths)
+    assert not violations({"npu_emu.kernels.x.api": {"npu_emu.frontend.core", "npu_emu.kernels.x.kernel"}}, paths)
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_goldens_import_no_code_under_test():
+    for m, p in sources().items():
+        if p.endswith("/golden.py"):
+            bad = [t for t in imports(p) if t.startswith(("npu_emu.kernels", "npu_emu.ascendc", "npu_emu.dtypes"))]
+            assert not bad, f"{p} imports the code under test: {bad}"

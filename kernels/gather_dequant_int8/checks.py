@@ -51,7 +51,7 @@ def require_kernel(soc):
 
 
 def check_inputs(table, indices, scale, zero_point, out=None):
-    """Checks 1-5 of docs/ops/gather_dequant_int8.md §2.3 on arrays already normalised by npu_emu.frontend.as_array
+    """Checks 1-5 of docs/ops/gather_dequant_int8.md §2.3 on arrays already normalised by npu_emu.frontend.core.as_array
     (None allowed here).
 
     ``out`` is the aclnn output tensor (None for the ops front end, which allocates it). Returns (V, E).

@@ -212,7 +212,7 @@ def check_grouped_torch(x, group_index, dst_type, blocksize, scale_alg, dst_type
 def torch_dst_type(dst_type):
     """Output format name of torch_npu's ``dst_type``: a torch / torch_npu dtype code (23, 24, 291, 292, 296, 297),
     a torch dtype (torch.float8_e4m3fn, torch.float4_e2m1fn_x2, ...), a numpy / ml_dtypes dtype or a name
-    ("float8_e4m3fn", "e5m2", "float4_e1m2fn_x2", ...), resolved by npu_emu.frontend.resolve_torch_npu_dtype.
+    ("float8_e4m3fn", "e5m2", "float4_e1m2fn_x2", ...), resolved by npu_emu.frontend.core.resolve_torch_npu_dtype.
     Integers are torch codes, never aclDataType values (torch 23 = aclDataType 35), as in torch_npu."""
     if isinstance(dst_type, (int, np.integer)) and not isinstance(dst_type, (bool, np.bool_)) \
             and int(dst_type) not in TORCH_NPU_DTYPES and int(dst_type) in ACL_NAME:

@@ -401,7 +401,7 @@ def build_parser(commands):
         "demo", formatter_class=fmt,
         help="run every implemented op at a production shape and check it bit-exactly against its golden",
         description=_w("Runs every implemented op once at a production shape (the asv benchmark shapes), checks the "
-                    "result against the op's independent numpy golden (npu_emu.goldens) and prints: op, shape, time, "
+                    "result against the op's independent numpy golden (kernels/<op>/golden.py) and prints: op, shape, time, "
                     "GB/s or GFLOP/s, speed-up over the golden, emulator time over the host roofline (copy rate "
                     "25 GB/s per thread, host float32 GEMM rate) and over the 910B2 roofline (or the op's SoC), and "
                     "whether the result is bit-exact. Exit status 1 if any result differs."),
@@ -599,7 +599,7 @@ def build_parser(commands):
               "the packed struct bytes, blockDim / tilingKey / workspace and the per-core split."),
              ("golden", "write random inputs and the independent golden output as .bin files + manifest.json",
               "Writes random inputs and the expected output computed by the op's independent numpy golden "
-              "(npu_emu.goldens, never the kernel) into --out, with manifest.json naming each file's shape and "
+              "(the op folder's golden.py, never the kernel) into --out, with manifest.json naming each file's shape and "
               "dtype. Check a run against it with `npu-emu compare`."))
     for verb, text, desc in verbs:
         ops_here = [n for n, spec in commands.items() if verb in spec]

@@ -11,7 +11,7 @@ import numpy as np
 
 def read_bin(path, dtype, shape=None):
     """Raw little-endian .bin as written by CANN's gen_data.py (``ndarray.tofile``)."""
-    from npu_emu.frontend import storage_dtype
+    from npu_emu.frontend.core import storage_dtype
 
     try:
         data = np.fromfile(path, dtype=storage_dtype(dtype))
@@ -30,7 +30,7 @@ def read_bin(path, dtype, shape=None):
 
 def write_bin(path, arr):
     """Raw little-endian bytes of ``arr`` (numpy or torch), as ``ndarray.tofile`` writes them."""
-    from npu_emu.frontend import as_array
+    from npu_emu.frontend.core import as_array
 
     d = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(d):

@@ -412,7 +412,7 @@ def _memory_cap(nbytes=None):
     (None: any size); (None, "") when unknown."""
     caps = []
     if _memory_limit is not None:
-        caps.append((_memory_limit, "the limit set with npu_emu.frontend.set_memory_limit()"))
+        caps.append((_memory_limit, "the limit set with npu_emu.frontend.core.set_memory_limit()"))
     else:
         env = os.environ.get("NPU_EMU_MEMORY_LIMIT", "").strip()
         if env:

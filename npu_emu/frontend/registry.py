@@ -137,21 +137,22 @@ _OPS = None
 
 
 def _builtin():
-    import pkgutil
-
-    import npu_emu.kernels as pkg
+    """This package's declarations: each ``kernels/<op>/op.py`` read as a file, as CANN reads an op's ``*_def.cpp``,
+    without importing the op's package (so that discovering the ops loads nothing of theirs)."""
+    import importlib.util
+    import os
 
     found = []
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if not info.ispkg:
-            continue
-        try:
-            mod = importlib.import_module(f"{pkg.__name__}.{info.name}.op")
-        except ModuleNotFoundError as e:
-            if e.name == f"{pkg.__name__}.{info.name}.op":
-                continue      # a folder without a declaration (the writing-a-kernel example)
-            raise
-        found.extend(getattr(mod, "OPS", None) or (mod.OP,))   # a folder may hold several families
+    spec = importlib.util.find_spec("npu_emu.kernels")        # the folder, without running its __init__
+    for folder in spec.submodule_search_locations:
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name, "op.py")
+            if not os.path.isfile(path):
+                continue      # not an op folder, or one without a declaration (the writing-a-kernel example)
+            loader_spec = importlib.util.spec_from_file_location(f"npu_emu.kernels.{name}.op (declaration)", path)
+            mod = importlib.util.module_from_spec(loader_spec)
+            loader_spec.loader.exec_module(mod)
+            found.extend(getattr(mod, "OPS", None) or (mod.OP,))   # a folder may hold several families
     return found
 
 

@@ -1,4 +1,4 @@
-"""Memory guard (issue 11): an op whose estimated allocation exceeds the cap (npu_emu.frontend.set_memory_limit or
+"""Memory guard (issue 11): an op whose estimated allocation exceeds the cap (npu_emu.frontend.core.set_memory_limit or
 NPU_EMU_MEMORY_LIMIT, else the machine's available memory) raises AclnnError 361001 naming the size and the cap
 before it allocates -- the torch_npu-style function raises, the aclnn pair returns the status with out untouched.
 
