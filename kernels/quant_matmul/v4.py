@@ -33,7 +33,7 @@ from npu_emu.kernels.quant_matmul import kernel, operands, routing, v4_kernel
 from npu_emu.kernels.quant_matmul import v4_tiling as v4t
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul.operands import int_values, logical
-from npu_emu.device.launch import launch
+from npu_emu.device.launch import host_matmul, launch
 
 PER_BLOCK = v4t.PER_BLOCK
 A4W4_GROUP = v4t.A4W4_GROUP
@@ -115,7 +115,7 @@ def group_batches(x1f, x2f, gs):
         cnt = min(gb, g - j0)
         for jj in range(cnt):
             k0 = (j0 + jj) * gs
-            np.matmul(x1f[:, k0:k0 + gs], x2f[k0:k0 + gs], out=parts[jj])
+            host_matmul(x1f[:, k0:k0 + gs], x2f[k0:k0 + gs], out=parts[jj])
         yield j0, parts[:cnt]
 
 

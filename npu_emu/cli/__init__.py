@@ -354,7 +354,13 @@ def _cmd_bench(a, commands):
         print("+ asv publish", flush=True)
         rc = subprocess.run([asv, "publish"], cwd=root).returncode
         if rc == 0:
-            print(f"dashboard: {os.path.join(root, '.asv', 'html', 'index.html')} (serve it with `asv preview`)")
+            from npu_emu.cli.asv_dashboard import make_offline
+
+            html = os.path.join(root, ".asv", "html")
+            left = make_offline(html, os.path.join(root, "benchmarks", "www", "vendor"))
+            if left:
+                print(f"npu-emu: the dashboard still loads {', '.join(left)} from the network", file=sys.stderr)
+            print(f"dashboard: {os.path.join(html, 'index.html')} (serve it with `asv preview`; no internet needed)")
     return rc
 
 

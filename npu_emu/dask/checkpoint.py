@@ -288,7 +288,7 @@ def verified(shard_plan):
 def _quant_block(block, *, src, shard, tensor, out, y_off, s_off, y_shape, s_shape, axis, kwargs, block_info=None):
     """One task: a row block read from the input (dask fuses the read into this task), quantized by
     npu_emu.ops.npu_dynamic_mx_quant, codes and scales written at their offsets in the output."""
-    from npu_emu import dask as nd
+    from npu_emu.dask import chunking as nd
 
     loc = block_info[0]["array-location"]
     r0, r1 = loc[0]
