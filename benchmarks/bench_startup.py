@@ -24,15 +24,24 @@ CONFIGS = list(op_configs.CONFIGS)
 
 _FIRST_CALL = """
 import json, sys, time
+from numba.core import event
 from npu_emu.cli import op_configs
 import npu_emu.ops
 call = op_configs.CONFIGS[sys.argv[1]].build()
+compiles = []
+class Compiles(event.Listener):   # each dispatcher compile numba runs (not loads from the cache), by module
+    def on_start(self, ev):
+        compiles.append(ev.data["dispatcher"].py_func.__module__)
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", Compiles())
 c0, t0 = time.thread_time(), time.perf_counter()
 call()
 t1, c1 = time.perf_counter(), time.thread_time()
 call()
 t2 = time.perf_counter()
-print(json.dumps({"first": t1 - t0, "first_cpu": c1 - c0, "second": t2 - t1}))
+print(json.dumps({"first": t1 - t0, "first_cpu": c1 - c0, "second": t2 - t1, "compiles": len(compiles),
+                  "npu_emu_compiles": sum(m.startswith("npu_emu") for m in compiles)}))
 """
 
 
@@ -67,6 +76,30 @@ class ColdFirstCall:
         return first_call(name, self.cache, self.timeout)["first"]
 
     track_cold_first_call.unit = "seconds"
+
+
+class ColdCompiles:
+    """How many numba dispatcher compiles (functions typed, lowered and optimised on their own: npu_emu's kernels
+    and helpers, numba's overload implementations) the first call of one configuration runs, in a fresh process
+    with an empty cache: unlike the seconds, independent of the load of a shared box. 0 where the install ships
+    the kernels (a wheel built with NPU_EMU_BUILD_KERNELS=1)."""
+
+    params = (CONFIGS,)
+    param_names = ["configuration"]
+    timeout = 600
+    number = 1
+    repeat = 1
+
+    def setup(self, name):
+        self.cache = tempfile.mkdtemp(prefix="npu-emu-cold-")
+
+    def teardown(self, name):
+        shutil.rmtree(self.cache, ignore_errors=True)
+
+    def track_cold_compiles(self, name):
+        return first_call(name, self.cache, self.timeout)["compiles"]
+
+    track_cold_compiles.unit = "functions"
 
 
 class WarmFirstCall:

@@ -11,6 +11,7 @@ relative to every representable value and midpoint, so the final code equals one
 no double rounding. HYBRID rounding reads the input's own low bits, so it takes float32/float16/bfloat16 only.
 """
 
+import functools
 from collections import namedtuple
 
 import ml_dtypes
@@ -30,6 +31,7 @@ from npu_emu.dtypes.scalar import (  # noqa: F401  (re-exported round-mode ints)
 )
 from npu_emu import dtype_table as _table
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, nullptr
+from npu_emu.device.jit_options import serial_below
 
 __all__ = [
     "FORMATS", "ROUND_MODES", "resolve_format", "encode", "decode", "pack_fp4", "unpack_fp4", "cast",
@@ -52,6 +54,20 @@ _ROUND_MODES_OF = {
 FORMATS = {d.name: FormatInfo(d.name, d.acl, d.bits, _ROUND_MODES_OF[d.name]) for d in _table.codecs()}
 _BY_ACL = {f.acl: f.name for f in FORMATS.values()}
 _FP16_MODES = ("rint", "round", "floor", "ceil", "trunc", "odd")
+
+
+def _small_on_caller(fn):
+    """Run the codec's parallel loops on the calling thread for small arrays (npu_emu.device.jit_options.serial_below:
+    a thread pool's start costs more than it saves there; results are the same). The work is counted as 5 bytes
+    per element, a 4-byte value and a 1-byte code."""
+    @functools.wraps(fn)
+    def wrapper(x, *args, **kwargs):
+        size = getattr(x, "size", None)
+        if not isinstance(size, int):
+            return fn(x, *args, **kwargs)
+        with serial_below(5 * size):
+            return fn(x, *args, **kwargs)
+    return wrapper
 
 
 def _invalid(message):
@@ -154,6 +170,7 @@ def _out_array(out, shape, dtype, name="out"):
     return out
 
 
+@_small_on_caller
 def encode(x, fmt, *, round_mode=None, saturate=None, sat_keep_nan=False, hybrid_overflow="isa",
            hybrid_f16_subnormal="normalize", fp4_nan="pos_zero", out=None):
     """Codes (uint8, same shape as x) of float32/float16/float64/bfloat16 values in format ``fmt``.
@@ -234,6 +251,7 @@ def _code_input(codes, name, what="codes"):
     return flat, arr.shape
 
 
+@_small_on_caller
 def decode(codes, fmt, *, e8m0_zero="pow2", out=None):
     """float32 values of ``codes`` (uint8, one code per byte) in format ``fmt``; exact.
 
@@ -248,6 +266,7 @@ def decode(codes, fmt, *, e8m0_zero="pow2", out=None):
     return res
 
 
+@_small_on_caller
 def pack_fp4(codes, *, fp4_nibble_order="low_first"):
     """fp4x2 bytes: codes (0..15, one per byte) packed two per byte along the last axis; element 2i goes to the low
     nibble ("low_first", default) or the high nibble ("high_first"). An odd last dimension is padded with code 0."""
@@ -271,6 +290,7 @@ def pack_fp4(codes, *, fp4_nibble_order="low_first"):
     return np.ascontiguousarray(lo | (hi << 4))
 
 
+@_small_on_caller
 def unpack_fp4(packed, count, *, fp4_nibble_order="low_first"):
     """Codes (uint8, one per byte) of fp4x2 bytes: ``count`` codes along the last axis (2n - 1 or 2n for n bytes)."""
     _choice(fp4_nibble_order, "fp4_nibble_order", ("low_first", "high_first"))
@@ -304,6 +324,7 @@ def _round_16(x, round_mode, saturate, dst):
     return res.view(np.float16 if dst == "float16" else ml_dtypes.bfloat16)
 
 
+@_small_on_caller
 def to_float16(x, *, round_mode="rint", saturate=False):
     """float16 array of float32/float64/float16/bfloat16 values: one rounding (rint, round, floor, ceil, trunc,
     odd); ``saturate``: overflow/Inf -> ±65504 and NaN -> +0. Directed modes overflow as in IEEE 754 §7.4.
@@ -311,6 +332,7 @@ def to_float16(x, *, round_mode="rint", saturate=False):
     return _round_16(x, round_mode, saturate, "float16")
 
 
+@_small_on_caller
 def to_bfloat16(x, *, round_mode="rint", saturate=False):
     """ml_dtypes.bfloat16 array of float32/float64/float16/bfloat16 values; modes and saturation as
     ``to_float16`` (max 0x7F7F)."""
@@ -379,6 +401,7 @@ _NO_PATH = {("hifloat8", "float8_e4m3fn"), ("hifloat8", "float8_e5m2"), ("float8
             ("float4_e2m1", "float4_e1m2"), ("float4_e1m2", "float4_e2m1")}
 
 
+@_small_on_caller
 def cast(x, src, dst, *, saturate=False, sat_keep_nan=False, fp4_path="via_bf16", fp4_nan="pos_zero"):
     """aclnnCast on Ascend 950: convert x from ``src`` to ``dst`` along the castMap chain of docs/codecs.md §10.
 

@@ -215,6 +215,17 @@ def f32_to_bf16(x, rmode, sat):
 
 
 @njit(**_JIT)
+def f32_to_bf16_rint(x):
+    """f32_to_bf16(x, CAST_RINT, False) without data-dependent branches (a loop of them vectorises): round to
+    nearest even on the bits (Inf stays Inf, overflow carries into the Inf pattern), NaN keeps its top payload bits
+    with the quiet bit set. Identical to the general path over all 2^32 inputs (tests/dtypes/test_f32_to_bf16_rint.py)."""
+    u = np.float32(x).view(np.uint32)
+    r = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    nan = (u >> np.uint32(16)) | np.uint32(0x40)
+    return np.uint16(nan if (u & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000) else r)
+
+
+@njit(**_JIT)
 def f64_to_f32_odd(x):
     """float64 -> float32 with round-to-odd (CAST_ODD). Rounding this result once more to any format with at most
     22 significand bits and quanta of at least 2^-147 equals rounding x directly, in every mode but HYBRID

@@ -217,11 +217,12 @@ def cli_run(model_path, inputs, shapes, out_dir):
             raise SystemExit(f"npu-emu: {path} holds {data.size} {dtype} elements, input {name!r} of shape "
                              f"{tuple(shape)} needs {want}")
         feeds[name] = data.reshape(shape)
-    if not os.path.isdir(out_dir):
-        raise SystemExit(f"npu-emu: the output folder {out_dir} does not exist; create it first")
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise SystemExit(f"npu-emu: --output {out_dir} is a file; give a folder (it is created if missing)")
     from npu_emu.frontend.binfile import write_case
 
     results = run(model, feeds)
+    os.makedirs(out_dir, exist_ok=True)           # as other tools do: a missing folder (and its parents) is made
     outputs = {name: (f"{name}.bin", arr) for name, arr in results.items()}
     write_case(out_dir, {"model": os.path.basename(str(model_path))}, {}, outputs)
     return [os.path.join(out_dir, fname) for fname, _ in outputs.values()]

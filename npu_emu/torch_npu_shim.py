@@ -37,17 +37,45 @@ _MARK = "__npu_emu_shim__"   # on the module object: this copy of the file may r
 
 def _npu_namespace():
     """``torch_npu.npu`` (also ``torch.npu``): says there is no NPU device, so that device-guarded code takes its
-    CPU branch instead of failing on an attribute (docs/integrations/torch.md §3)."""
+    CPU branch, and holds streams, events and device queries as CPU no-ops (npu_emu/torch/runtime.py,
+    docs/integrations/torch.md §3.2)."""
+    from npu_emu.torch import runtime
+
     npu = types.ModuleType(NAME + ".npu", "npu-emu: no NPU device; tensors stay on the CPU.")
     npu.__spec__ = importlib.machinery.ModuleSpec(npu.__name__, None)
-    npu.is_available = lambda: False
-    npu.device_count = lambda: 0
+    return runtime.populate(npu)
 
-    def synchronize(device=None):
-        """Nothing to wait for: every emulated op has finished when it returns."""
 
-    npu.synchronize = synchronize
-    return npu
+# Submodules vLLM-Ascend imports by name (``from torch_npu.op_plugin.atb._atb_ops import ...``): present as modules
+# whose public names are NotEmulatedError stubs, so the import works and a use stops with a clear message.
+_SUBMODULES = ("_C", "_C._distributed_c10d", "profiler", "atb", "multiprocessing", "multiprocessing.reductions",
+               "op_plugin", "op_plugin.atb", "op_plugin.atb._atb_ops", "_inductor")
+
+
+def _stub_module(qualname):
+    from npu_emu.torch.runtime import not_emulated
+
+    mod = types.ModuleType(qualname, f"npu-emu: {qualname} is not emulated yet (docs/integrations/torch.md §3.3)")
+    mod.__spec__ = importlib.machinery.ModuleSpec(qualname, None, is_package=True)
+    mod.__path__ = []
+
+    def __getattr__(name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        stub = not_emulated(f"{qualname}.{name}")
+        setattr(mod, name, stub)
+        return stub
+
+    mod.__getattr__ = __getattr__
+    return mod
+
+
+def _format_enum():
+    import enum
+
+    return enum.IntEnum("Format", {"UNDEFINED": -1, "NCHW": 0, "NHWC": 1, "ND": 2, "NC1HWC0": 3, "FRACTAL_Z": 4,
+                                   "NC1HWC0_C04": 12, "HWCN": 16, "NDHWC": 27, "FRACTAL_NZ": 29, "NCDHW": 30,
+                                   "NDC1HWC0": 32, "FRACTAL_Z_3D": 33}, module=NAME)
 
 
 def _tensor_npu(self, device=None, non_blocking=False, memory_format=None):
@@ -79,6 +107,23 @@ def build():
     for name, code in DTYPES.items():
         setattr(mod, name, code)
     mod.npu = _npu_namespace()
+    from npu_emu.torch import coverage, formats
+    from npu_emu.torch.runtime import not_emulated
+
+    mod.npu_format_cast = formats.npu_format_cast
+    mod.get_npu_format = formats.get_npu_format
+    mod.Format = _format_enum()
+    mod.__version__ = "0.0.0+npu_emu"
+    subs = {}
+    for sub in _SUBMODULES:
+        subs[sub] = _stub_module(f"{NAME}.{sub}")
+        parent, _, leaf = sub.rpartition(".")
+        setattr(subs[parent] if parent else mod, leaf, subs[sub])
+    mod.__npu_emu_submodules__ = subs
+    # every other name vLLM-Ascend uses: present, raising NotEmulatedError when called
+    for name, _status, _note in coverage.NAMES:
+        if name not in mod.__dict__:
+            setattr(mod, name, not_emulated(f"torch_npu.{name}"))
     mod.__all__ = list(ops)
     setattr(mod, _MARK, True)
 
@@ -86,23 +131,55 @@ def build():
         if name.startswith("__"):
             raise AttributeError(name)
         raise AttributeError(f"module 'torch_npu' (npu-emu's emulation) has no attribute {name!r}: npu-emu emulates "
-                             f"{', '.join(ops)}, torch_npu's dtype constants and torch_npu.npu; "
-                             f"see docs/integrations/torch.md §3")
+                             f"{', '.join(ops)}, npu_format_cast, torch_npu's dtype constants and torch_npu.npu, and "
+                             f"stubs the other names vLLM-Ascend uses; see docs/integrations/torch.md §3.3")
 
     mod.__getattr__ = __getattr__
     return mod
+
+
+def _rename_privateuse1():
+    import torch
+
+    if torch._C._get_privateuse1_backend_name() != "npu":
+        torch.utils.rename_privateuse1_backend("npu")
+
+
+def fill(stub):
+    """Copy the emulated module's ops, dtype constants, format helpers and ``npu`` runtime names onto an existing
+    ``torch_npu`` stub (a test suite's own module of MagicMocks), replacing its entries for them. Returns the names
+    set. The stub stays the suite's: nothing is removed afterwards (docs/integrations/torch.md §4)."""
+    mod = build()
+    names = list(mod.__all__) + list(DTYPES) + ["npu_format_cast", "get_npu_format", "Format"]
+    for name in names:
+        setattr(stub, name, getattr(mod, name))
+    npu = getattr(stub, "npu", None)
+    if npu is not None:
+        for name in ("Stream", "Event", "ExternalEvent", "current_stream", "default_stream", "set_stream", "stream",
+                     "synchronize", "current_device", "set_device", "device_count", "is_available"):
+            try:
+                setattr(npu, name, getattr(mod.npu, name))
+            except (AttributeError, TypeError):
+                continue
+            names.append(f"npu.{name}")
+    return names
 
 
 def is_shim(module):
     return getattr(module, _MARK, False) is True
 
 
-def install():
+def install(npu_device=False, soc=None):
     """Put the emulated ``torch_npu`` into ``sys.modules`` (idempotent) and return it.
 
     Raises RuntimeError when another ``torch_npu`` is already imported (a real one, or a test stub: the emulator
     does not replace it), and, from ``npu_emu.torch.register()``, when a real torch_npu is installed but not yet
     imported (with a real torch_npu, import it and then ``npu_emu.torch``, which adds CPU kernels to its ops).
+
+    ``npu_device=True``: also rename torch's PrivateUse1 backend to "npu", so that ``torch.device("npu")`` parses
+    (vLLM's ``VllmConfig()`` asks for it). Irreversible for the process, and tensors are not placed there: creating
+    one on "npu" fails in torch with "Could not run ... 'PrivateUse1' backend" (docs/integrations/torch.md §3.2).
+    ``soc``: the SoC every op emulates (``npu_emu.torch.set_soc``; NPU_EMU_SOC is read at import).
     """
     current = sys.modules.get(NAME)
     if current is not None:
@@ -115,10 +192,23 @@ def install():
     import torch
 
     mod = build()
+    if soc is not None:
+        import npu_emu.torch as emu_torch
+
+        emu_torch.set_soc(soc)
     undo = []
     sys.modules[NAME] = mod
     sys.modules[NAME + ".npu"] = mod.npu
     undo += [(sys.modules, NAME), (sys.modules, NAME + ".npu")]
+    if "torch.npu" not in sys.modules:          # torch imports the device module of a renamed PrivateUse1 by name
+        sys.modules["torch.npu"] = mod.npu
+        undo.append((sys.modules, "torch.npu"))
+    for sub, submod in mod.__npu_emu_submodules__.items():
+        if f"{NAME}.{sub}" not in sys.modules:
+            sys.modules[f"{NAME}.{sub}"] = submod
+            undo.append((sys.modules, f"{NAME}.{sub}"))
+    if npu_device:
+        _rename_privateuse1()
     # torch_npu adds these on import (torch.npu, Tensor.npu, Module.npu); only absent ones are added, and removed
     # again by uninstall()
     for owner, attr, value in ((torch, "npu", mod.npu), (torch.Tensor, "npu", _tensor_npu),
@@ -126,6 +216,18 @@ def install():
         if not hasattr(owner, attr):
             setattr(owner, attr, value)
             undo.append((owner, attr))
+    # Tensor.record_stream(s) with an emulated Stream: nothing to record (CPU memory is not freed early); other
+    # streams go to torch's own method. Restored by uninstall().
+    original = torch.Tensor.record_stream
+    from npu_emu.torch.runtime import Stream
+
+    def record_stream(self, stream):
+        if isinstance(stream, Stream):
+            return None
+        return original(self, stream)
+
+    torch.Tensor.record_stream = record_stream
+    undo.append(("restore", (torch.Tensor, "record_stream", original)))
     mod.__npu_emu_undo__ = undo
     return mod
 
@@ -136,7 +238,9 @@ def uninstall():
     if mod is None or not is_shim(mod):
         return
     for owner, attr in reversed(mod.__dict__.pop("__npu_emu_undo__", [])):
-        if isinstance(owner, dict):
+        if owner == "restore":
+            setattr(*attr)
+        elif isinstance(owner, dict):
             owner.pop(attr, None)
         else:
             try:
@@ -174,8 +278,8 @@ def _print_script_error(exc):
     sys.stderr.flush()
 
 
-def _run(target, args, module):
-    install()
+def _run(target, args, module, soc=None):
+    install(soc=soc)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     try:
         if module:
@@ -199,18 +303,18 @@ def _run(target, args, module):
     return 0
 
 
-def run_script(path, args=()):
+def run_script(path, args=(), soc=None):
     """Run the file ``path`` as ``__main__`` with ``sys.argv = [path, *args]`` and the emulated torch_npu installed.
     Returns the exit status ``python path args...`` would give (0, the script's ``sys.exit`` code, or 1 after
     printing the traceback of an uncaught exception). A path that does not exist raises FileNotFoundError."""
     if not os.path.isfile(path):
         raise FileNotFoundError(2, "no such script", path)
-    return _run(path, list(args), module=False)
+    return _run(path, list(args), module=False, soc=soc)
 
 
-def run_module(name, args=()):
+def run_module(name, args=(), soc=None):
     """Run the module ``name`` as ``__main__`` (like ``python -m name args...``) with the emulated torch_npu."""
-    return _run(name, list(args), module=True)
+    return _run(name, list(args), module=True, soc=soc)
 
 
 USAGE = """\

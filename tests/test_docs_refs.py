@@ -23,10 +23,15 @@ HEADING = re.compile(r"^#{1,6} (\d+[a-z]?(?:\.\d+)*)\.? ", re.M)
 def _tracked():
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout (the installed package carries no docs)")
-    out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                         text=True, check=True).stdout.split()
+    # Tracked files and untracked ones git does not ignore (a new file not yet added is checked too); a virtual
+    # environment made in the checkout is never ours, even under a name .gitignore does not list.
+    out = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.split("\0")
+    venvs = _venv_dirs(out)
     files = []
     for name in out:
+        if not name or any(name.startswith(v) for v in venvs):
+            continue
         path = ROOT / name
         if path.suffix in (".py", ".md", ".toml", ".yml", ".json", ".cfg", ".txt") and path.is_file() \
                 and not name.startswith("docs/"):
@@ -34,6 +39,11 @@ def _tracked():
         elif name == ".ci/run":
             files.append(path)
     return files
+
+
+def _venv_dirs(names):
+    """Folders (as "dir/" prefixes) of the listed files that hold a virtual environment (a pyvenv.cfg)."""
+    return sorted({n[: -len("pyvenv.cfg")] for n in names if n.endswith("/pyvenv.cfg")})
 
 
 def _sections(root, page, cache={}):
@@ -91,3 +101,15 @@ def test_checker_catches_what_it_should(tmp_path):
     assert len(got) == 4, got
     assert any("names no page" in p for p in got) and any("no section 1.3" in p for p in got)
     assert any("does not exist" in p for p in got) and any("outside the repository" in p for p in got)
+
+
+def test_a_venv_in_the_checkout_is_not_scanned():
+    """README's quick start makes .venv in the repository root: git ignores it, and a venv under another name
+    (pyvenv.cfg in its folder) is skipped too, so third-party files never reach the checker."""
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    for name in (".venv/lib/python3.11/site-packages/pygments/lexers/qvt.py", "venv/bin/activate"):
+        done = subprocess.run(["git", "check-ignore", "-q", "--no-index", name], cwd=ROOT)
+        assert done.returncode == 0, f"{name} is not ignored by .gitignore"
+    names = ["README.md", "myenv/pyvenv.cfg", "myenv/lib/x.py", "tests/a.py", "pyvenv.cfg"]
+    assert _venv_dirs(names) == ["myenv/"]

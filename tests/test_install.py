@@ -70,7 +70,9 @@ def test_naming_the_api_loads_no_op_family(tmp_path):
                     reason="NPU_EMU_EXPECT_INSTALLED=1 (set by .ci/run) asks for a non-editable install")
 def test_tests_run_against_the_installed_package(tmp_path):
     pkg = Path(npu_emu.__file__).resolve().parent
-    assert ROOT not in pkg.parents, f"the tests imported npu_emu from the source tree {pkg}, not the install"
+    # README's venv sits in the checkout (.venv), so the install may be under ROOT, but only inside site-packages
+    assert pkg != ROOT / "npu_emu" and {"site-packages", "dist-packages"} & set(pkg.parts), \
+        f"the tests imported npu_emu from the source tree {pkg}, not the install"
     # the wheel's layout: kernels/ and dtypes/ installed under npu_emu/
     for sub in (importlib.import_module("npu_emu.kernels"), importlib.import_module("npu_emu.dtypes")):
         assert Path(sub.__file__).resolve().parent.parent == pkg, sub.__file__

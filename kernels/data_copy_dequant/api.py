@@ -8,6 +8,7 @@ import numpy as np
 from npu_emu.ascendc.deq import DEFAULT_SOC
 from npu_emu.frontend.core import Origin, Trace, as_array, check_memory, to_user
 from npu_emu.errors import invalid
+from npu_emu.device.launch import serial_below
 from npu_emu.kernels.data_copy_dequant import kernel as K
 from npu_emu.kernels.data_copy_dequant.checks import check_call
 from npu_emu.ascendc import deq_kernels as deq_core
@@ -40,7 +41,8 @@ def data_copy_dequant(acc, deq_value, *, mode="DEQ8", is_relu=False, soc=DEFAULT
                           f"{acc.shape}")
         result = out
     if acc.size:
-        _run(acc.reshape(-1), result.reshape(-1), call)
+        with serial_below(acc.nbytes + result.nbytes):      # a small matrix: no thread pool (npu_emu.device.launch)
+            _run(acc.reshape(-1), result.reshape(-1), call)
     res = to_user(result, origin)
     if trace:
         return res, Trace(op="data_copy_dequant", soc=soc,

@@ -227,6 +227,17 @@ def torch_dst_type(dst_type):
     return name
 
 
+# How a user picks the emulated SoC, named wherever a call is refused for running on the wrong one (issue 40):
+# the keyword of npu_emu.ops, the variable / setter of the torch front ends, and the command-line options.
+SOC_SWITCHES = ("soc='ascend950pr' (npu_emu.ops), NPU_EMU_SOC=ascend950pr or npu_emu.torch.set_soc('ascend950pr') "
+                "(torch / torch_npu), `npu-emu exec --soc ascend950pr`, `pytest --npu-emu-soc ascend950pr`")
+
+
+def soc_switch_hint(soc):
+    """' (emulated SoC: <soc>; pick the Ascend 950 with ...)' for error messages."""
+    return f" (emulated SoC: {soc}; pick the Ascend 950 with {SOC_SWITCHES})"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # DynamicMxQuant
 # ---------------------------------------------------------------------------------------------------------------
@@ -241,7 +252,8 @@ def check_dynamic_aclnn(x, axis, round_mode, dst_type, blocksize, scale_alg, dst
             raise _null(name)
     if not is_950(soc):
         raise AclnnError(ACLNN_ERR_RUNTIME_ERROR, f"DynamicMxQuant is not supported on {platforms.get(soc).name}: "
-                                                  f"it runs on Ascend 950PR/950DT only")
+                                                  f"it runs on Ascend 950PR/950DT only"
+                                                  f"{soc_switch_hint(platforms.get(soc).name)}")
     # dtypes
     if x.dtype not in ("float16", "bfloat16", "float32"):
         raise _bad(f"x dtype {x.dtype} is not supported; use FLOAT16, BFLOAT16 or FLOAT")

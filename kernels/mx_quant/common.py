@@ -43,12 +43,14 @@ RANGE_ADD = (0, 0x3F, 0x1F, 0x0F)               # bump constant by dst_type_max 
 
 # int64 parameter vector shared by both kernels (built by make_params)
 P_XK, P_DST, P_RMODE, P_ALG, P_ADD, P_LEGACY, P_SIGNED_ZERO, P_FTZ, P_NAN_IGNORE, P_HIGH_FIRST, P_DYN, \
-    P_FAITHFUL, P_LEN = range(13)
+    P_FAITHFUL, P_BF16_MUL, P_LEN = range(14)
 
 
 def make_params(*, x_dtype, y_dtype, round_mode, alg, dtm_class, legacy, signed_zero, ftz, nan_in_max,
-                fp4_nibble_order, dynamic, faithful):
-    """The kernels' int64 switch vector (see the P_* indices)."""
+                fp4_nibble_order, dynamic, faithful, bf16_mul=None):
+    """The kernels' int64 switch vector (see the P_* indices). ``bf16_mul``: BF16 inputs multiplied by the
+    reciprocal in BF16 (default: DynamicMxQuant's ``dynamic`` kernels do, the grouped ones do not; the dual-axis op
+    sets it per axis)."""
     p = np.zeros(P_LEN, np.int64)
     p[P_XK] = X_KIND[x_dtype]
     p[P_DST] = D_KIND[y_dtype]
@@ -62,6 +64,7 @@ def make_params(*, x_dtype, y_dtype, round_mode, alg, dtm_class, legacy, signed_
     p[P_HIGH_FIRST] = fp4_nibble_order == "high_first"
     p[P_DYN] = bool(dynamic)
     p[P_FAITHFUL] = bool(faithful)
+    p[P_BF16_MUL] = bool(dynamic if bf16_mul is None else bf16_mul)
     return p
 
 

@@ -94,6 +94,7 @@ from npu_emu.kernels.mx_quant.common import (  # noqa: F401  (the constants and 
     EMAX_OF,
     P_ADD,
     P_ALG,
+    P_BF16_MUL,
     P_DST,
     P_DYN,
     P_FAITHFUL,
@@ -422,7 +423,7 @@ def _convert(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, 
         return
     xk, rmode = p[P_XK], p[P_RMODE]
     ftz, sz, hf = p[P_FTZ] != 0, p[P_SIGNED_ZERO] != 0, p[P_HIGH_FIRST]
-    bf16_mul = p[P_DYN] != 0 and xk == X_BF16
+    bf16_mul = p[P_BF16_MUL] != 0 and xk == X_BF16
     for r in range(r0, r1):
         row, yrow, rr = xb + r * xstride, yb + r * ystride, r * rrs
         if not FP4:

@@ -25,6 +25,7 @@ from numba import njit, prange
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.device.jit_options import PARALLEL
+from npu_emu.device.launch import host_matmul, serial_below
 
 FLOAT_ACCUM = ("exact", "kchunk", "sequential", "numpy")
 F32_EXACT_INT = 1 << 24          # integers up to 2^24 are exact in float32
@@ -37,58 +38,48 @@ _LIMB_MASK = (1 << _LIMB) - 1
 # integer cube: exact int32 accumulation
 # --------------------------------------------------------------------------------------------------------------
 
-@njit(parallel=PARALLEL, cache=True, error_model="numpy")
-def _add_f32_to_i32(acc, chunk):
-    """acc += int32(chunk); chunk holds exact integers below 2^24, so the conversion is exact."""
-    rows, cols = acc.shape
-    for i in prange(rows):
-        for j in range(cols):
-            acc[i, j] += np.int32(chunk[i, j])
-
-
-@njit(parallel=PARALLEL, cache=True, error_model="numpy")
-def _f32_to_i32(dst, chunk):
-    rows, cols = dst.shape
-    for i in prange(rows):
-        for j in range(cols):
-            dst[i, j] = np.int32(chunk[i, j])
-
-
 def int_k_chunk(amax_a, amax_b, k):
-    """Longest k-chunk whose partial sums stay exact in float32 (|sum| <= chunk * amax_a * amax_b <= 2^24)."""
+    """Longest k-chunk whose partial sums stay exact in float32 (|sum| <= chunk * amax_a * amax_b <= 2^24),
+    rounded down to a multiple of 256 when longer than that (BLAS runs full-width panels; shorter chunks are exact
+    too)."""
     prod = int(amax_a) * int(amax_b)
     if prod == 0:
         return k
-    return max(1, min(k, F32_EXACT_INT // prod))
+    step = max(1, min(k, F32_EXACT_INT // prod))
+    return step - step % 256 if 256 <= step < k else step
 
 
-def int_matmul(a, b):
+def int_matmul(a, b, out=None):
     """Exact int32 ``a @ b`` for int8-valued a (M, K) and b (K, N) (any strides), as the cube's L0C holds it.
 
+    ``out``: an int32 (M, N) array (any strides) to write into instead of a new one.
     int32 wrap-around on overflow is that of the int32 accumulator (reached only for K > 2^17).
+    Only numpy runs here (float32 GEMMs on contiguous k-chunks, the exact chunk sums added in float64): one
+    thread pool (BLAS's), none of numba's in between.
     """
     m, k = a.shape
     n = b.shape[1]
-    acc = np.empty((m, n), np.int32)
+    acc = np.empty((m, n), np.int32) if out is None else out
     if k == 0 or m == 0 or n == 0:
         acc[...] = 0
         return acc
-    amax_a = int(np.abs(a.astype(np.int16)).max()) if a.size else 0
-    amax_b = int(np.abs(b.astype(np.int16)).max()) if b.size else 0
+    amax_a = max(int(a.max()), -int(a.min()))                 # python ints: -(-128) does not wrap
+    amax_b = max(int(b.max()), -int(b.min()))
     if amax_a == 0 or amax_b == 0:
         acc[...] = 0
         return acc
     step = int_k_chunk(amax_a, amax_b, k)
-    af = a.astype(np.float32)
-    bf = b.astype(np.float32)
-    first = True
+    wide = k * amax_a * amax_b >= 2**31                        # the int32 accumulator may wrap: sum in int64
+    total = np.zeros((m, n), np.int64) if wide else acc
+    chunk = np.empty((m, n), np.float32)
     for k0 in range(0, k, step):
-        chunk = np.matmul(af[:, k0:k0 + step], bf[k0:k0 + step])
-        if first:
-            _f32_to_i32(acc, chunk)
-            first = False
+        host_matmul(a[:, k0:k0 + step].astype(np.float32), b[k0:k0 + step].astype(np.float32), out=chunk)
+        if k0 == 0 and not wide:
+            np.copyto(total, chunk, casting="unsafe")            # exact integers below 2^24
         else:
-            _add_f32_to_i32(acc, chunk)
+            np.add(total, chunk, out=total, casting="unsafe")    # float64 sum of exact integers below 2^31 / 2^53
+    if wide:
+        np.copyto(acc, total.astype(np.int32))                 # int64 -> int32 wraps modulo 2^32
     return acc
 
 
@@ -338,7 +329,7 @@ def exact_matmul_f32(a, b, sig_a, sig_b, bias=None):
     Returns float32 (batch..., M, N).
     """
     bands_a, bands_b = _plan(a, b, sig_a, sig_b, a.shape[-1])
-    parts = [np.matmul(pa, pb) for pa in bands_a for pb in bands_b]
+    parts = [host_matmul(pa, pb) for pa in bands_a for pb in bands_b]
     shape = parts[0].shape
     if len(parts) == 1 and bias is None:
         return parts[0].astype(np.float32)                   # one exact float64 value per element: one RN
@@ -347,7 +338,8 @@ def exact_matmul_f32(a, b, sig_a, sig_b, bias=None):
     stacked = np.stack([p.reshape(nb, shape[-2], shape[-1]) for p in parts])
     bias_arr = np.zeros((1, 0)) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
     out = np.empty((nb, shape[-2], shape[-1]), np.float32)
-    _combine(stacked, bias_arr, out)
+    with serial_below(stacked.nbytes + out.nbytes):
+        _combine(stacked, bias_arr, out)
     return out.reshape(shape)
 
 
@@ -395,7 +387,7 @@ def float_matmul(a64, b64, sig_a, sig_b, *, float_accum="exact", base_k=128, bia
     a32 = a64.astype(np.float32) if a32 is None else a32
     b32 = b64.astype(np.float32) if b32 is None else b32
     if float_accum == "numpy":
-        y = np.matmul(a32, b32).astype(np.float32)
+        y = host_matmul(a32, b32).astype(np.float32)
         if bias is not None:
             y = (y + _bias_view(bias, y.ndim)).astype(np.float32)
         return y
@@ -405,7 +397,8 @@ def float_matmul(a64, b64, sig_a, sig_b, *, float_accum="exact", base_k=128, bia
         bias_arr = np.zeros((1, 0), np.float32) if bias is None else np.ascontiguousarray(bias, np.float32)
         a3 = np.ascontiguousarray(np.broadcast_to(a32, shape[:-2] + a32.shape[-2:])).reshape((-1,) + a32.shape[-2:])
         b3 = np.ascontiguousarray(np.broadcast_to(b32, shape[:-2] + b32.shape[-2:])).reshape((-1,) + b32.shape[-2:])
-        _sequential(a3, b3, bias_arr, out)
+        with serial_below(4 * out.size * a3.shape[-1]):     # k multiply-adds per output element
+            _sequential(a3, b3, bias_arr, out)
         return out.reshape(shape)
     # kchunk: exact within each baseK chunk, rounded, then accumulated in fp32 in k order
     k = a64.shape[-1]

@@ -25,6 +25,7 @@ from npu_emu.errors import (
     ACLNN_ERR_RUNTIME_ERROR,
     AclnnError,
 )
+from npu_emu.kernels.mx_quant.checks import soc_switch_hint as _soc_hint   # one wording for SoC refusals
 from npu_emu.kernels.quant_matmul import routing as rt
 from npu_emu.kernels.quant_matmul.routing import FP8, TensorDesc, U64
 
@@ -320,7 +321,8 @@ class Checker:
             self._pertoken_l0c2out()
         else:
             raise _bad(f"{self.api}: the quantization mode determined by x1 {_up(a.x1.dtype)}, x2 {_up(a.x2.dtype)}, "
-                       f"{self.s1n}, {self.s2n} and out is not supported on {self.soc}")
+                       f"{self.s1n}, {self.s2n} and out is not supported on {self.soc}"
+                       f"{_soc_hint(self.soc)}")
 
     def _pertensor_l0c2out(self):
         a = self.a

@@ -11,6 +11,12 @@ from npu_emu.frontend.torch_args import dtype_arg, soc_kw, torch_dtype_of, unmod
 def npu_quant_matmul(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=None, output_dtype=None,
                      x1_dtype=None, x2_dtype=None, pertoken_scale_dtype=None, scale_dtype=None, group_sizes=None,
                      y_scale=None):
+    # a weight torch_npu.npu_format_cast recorded as FRACTAL_NZ goes in as an NzWeight (the WeightNz path)
+    from npu_emu.torch import formats
+
+    nz = formats.nz_operand(x2, x2_dtype)
+    if nz is not None:
+        x2, x2_dtype = nz, None
     return ops.npu_quant_matmul(x1, x2, scale, offset=offset, pertoken_scale=pertoken_scale, bias=bias,
                                 output_dtype=dtype_arg(output_dtype, "output_dtype"),
                                 x1_dtype=dtype_arg(x1_dtype, "x1_dtype"), x2_dtype=dtype_arg(x2_dtype, "x2_dtype"),

@@ -38,7 +38,7 @@ from npu_emu.kernels.quant_matmul.launch import launch_epilogue, rmode
 from npu_emu.kernels.quant_matmul.operands import int_values, logical
 from npu_emu.kernels.quant_matmul.v3 import float_cube
 from npu_emu.kernels.quant_matmul.weight_nz import nz_to_storage_nd
-from npu_emu.device.launch import launch
+from npu_emu.device.launch import host_matmul, launch
 
 PER_BLOCK = v4t.PER_BLOCK
 A4W4_GROUP = v4t.A4W4_GROUP
@@ -114,7 +114,7 @@ def group_batches(x1f, x2f, gs):
         cnt = min(gb, g - j0)
         for jj in range(cnt):
             k0 = (j0 + jj) * gs
-            np.matmul(x1f[:, k0:k0 + gs], x2f[k0:k0 + gs], out=parts[jj])
+            host_matmul(x1f[:, k0:k0 + gs], x2f[k0:k0 + gs], out=parts[jj])
         yield j0, parts[:cnt]
 
 

@@ -27,13 +27,22 @@ class NzWeight:
     per int32 word; ``from_nd(values, dtype, c0=...)`` packs one-value-per-byte codes that way.
     """
 
-    def __init__(self, storage, shape, dtype=None):
+    def __init__(self, storage, shape, dtype=None, transposed=False):
         self.storage = storage
         self.shape = tuple(int(d) for d in shape)
         self.dtype = dtype
+        # the caller's x2 is the transpose of this weight, as torch_npu's .transpose(-1, -2) of an NZ tensor: the
+        # aclnn layer gets transposeX2 = true (the torch front end's NZ records, docs/integrations/torch.md §3.4)
+        self.transposed = bool(transposed)
 
     @classmethod
-    def from_nd(cls, x2, dtype=None, c0=None):
+    def from_nd(cls, x2, dtype=None, c0=None, transposed=False):
+        nz = cls._from_nd(x2, dtype, c0)
+        nz.transposed = bool(transposed)
+        return nz
+
+    @classmethod
+    def _from_nd(cls, x2, dtype=None, c0=None):
         from npu_emu.ascendc.nz import nd_to_nz
 
         arr = np.asarray(x2)
@@ -67,7 +76,7 @@ def nz_operand(w, name, dtype, origin):
                                                       f"c0) with c0 = 32 or 64 elements, got {store.shape} "
                                                       f"({per} element(s) per item)")
         desc = TensorDesc(dt, w.shape, "NZ", tuple(store.shape[:-1]) + (c0,))
-        return Operand(name, store, dt, desc, False)
+        return Operand(name, store, dt, desc, getattr(w, "transposed", False))
     if store.dtype.itemsize != 1 or dt not in ("int8", "float8_e4m3fn", "float8_e5m2", "hifloat8"):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name}: npu-emu supports FRACTAL_NZ weights of 8-bit formats "
                                                   f"(int8, fp8, hifloat8) and 4-bit ones (fp4, int4), got {dt}")
@@ -75,7 +84,7 @@ def nz_operand(w, name, dtype, origin):
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{name}: FRACTAL_NZ storage must be (..., N1, M1, 16, 32), got "
                                                   f"{store.shape}")
     desc = TensorDesc(dt, w.shape, "NZ", tuple(store.shape))
-    return Operand(name, store, dt, desc, False)
+    return Operand(name, store, dt, desc, getattr(w, "transposed", False))
 
 
 def nz_to_storage_nd(op, transposed, fp4_nibble_order="low_first"):

@@ -10,7 +10,8 @@ Count-mode ("tensor前n个数据计算") forms only; the mask / repeat forms are
 (docs/ops/sign_bits.md, docs/ops/gather_dequant_int8.md, docs/ops/mx_quant.md, docs/ops/quant_matmul.md).
 
 Modules: ``datacopy`` (DataCopy, DataCopyPad and their Python-level struct forms), ``vector`` (Duplicate, Add, Sub,
-Mul, Max, Min, Adds, Muls, Abs, ShiftLeft, ShiftRight, And, Or, Not, ReduceMax), ``cmpsel`` (Compare,
+Mul, Div, Max, Min, Adds, Muls, Abs, ShiftLeft, ShiftRight, And, Or, Not, ReduceMax, ReduceMin), ``transcendental``
+(Exp and Reciprocal, with the Exp model switch), ``cmpsel`` (Compare,
 CompareScalar / Compares, Select), ``cast`` (Cast), ``mmad`` (Mmad, MmadParams, layout helpers), ``constants``
 (SELMODE, CMPMODE, RoundMode, DT_* tags, Cast flags), ``params`` (DataCopyParams), ``nz`` (NZ layout helpers),
 ``deq`` (the enhanced CO1 -> CO2 DataCopy with dequantisation).
@@ -35,6 +36,7 @@ from npu_emu.ascendc.vector import (
     Add,
     Adds,
     And,
+    Div,
     Duplicate,
     Max,
     Min,
@@ -43,16 +45,19 @@ from npu_emu.ascendc.vector import (
     Not,
     Or,
     ReduceMax,
+    ReduceMin,
     ShiftLeft,
     ShiftRight,
     Sub,
 )
+from npu_emu.ascendc.transcendental import EXP_CORRECTLY_ROUNDED, EXP_EXP2, Exp, Reciprocal
 
 __all__ = [
     "DataCopy", "DataCopyPad", "DataCopyParams", "DataCopyExtParams", "DataCopyPadExtParams", "data_copy",
     "data_copy_pad",
-    "Duplicate", "Add", "Sub", "Mul", "Max", "Min", "Adds", "Muls", "Abs", "ShiftLeft", "ShiftRight", "And", "Or",
-    "Not", "ReduceMax",
+    "Duplicate", "Add", "Sub", "Mul", "Div", "Max", "Min", "Adds", "Muls", "Abs", "ShiftLeft", "ShiftRight", "And",
+    "Or", "Not", "ReduceMax", "ReduceMin",
+    "Exp", "Reciprocal", "EXP_CORRECTLY_ROUNDED", "EXP_EXP2",
     "Compare", "CompareScalar", "Compares", "Select",
     "Cast",
     "Mmad", "MmadParams", "mmad", "nd_to_l0a", "nd_to_l0b", "l0c_to_nd",

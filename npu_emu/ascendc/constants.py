@@ -66,6 +66,12 @@ CAST_FLAG_FP4_NAN_SIGN = 16   # NaN -> FP4 zero keeps the NaN's sign (codecs swi
 CAST_FLAG_E8M0_ZERO = 32      # E8M0 code 0x00 decodes to 0.0 (codecs switch e8m0_zero="zero")
 CAST_FLAG_FP4_HIGH_FIRST = 64  # fp4x2 packing: element 2i in the high nibble (codecs switch fp4_nibble_order)
 
+# Division models of the vector Div (a named switch, docs/conventions.md; the device's Div rounding is not public,
+# [HW-unverified]): DIV_IEEE = one correctly rounded IEEE float32 division (default); DIV_RECIP_MUL = a * fp32(1 / b),
+# two roundings (the "reciprocal then multiply" model, up to 1 ulp off).
+DIV_IEEE = 0
+DIV_RECIP_MUL = 1
+
 # Vector unit geometry: one repeat reads 256 bytes; DataCopy moves 32-byte blocks.
 REPEAT_BYTES = 256
 BLOCK_BYTES = 32
@@ -79,5 +85,5 @@ __all__ = [
     "DT_FLOAT4_E2M1", "DT_FLOAT4_E1M2",
     "CAST_FLAG_SAT", "CAST_FLAG_KEEP_NAN", "CAST_FLAG_HYBRID_SCRIPT", "CAST_FLAG_F16_SUB_RAW",
     "CAST_FLAG_FP4_NAN_SIGN", "CAST_FLAG_E8M0_ZERO", "CAST_FLAG_FP4_HIGH_FIRST",
-    "REPEAT_BYTES", "BLOCK_BYTES",
+    "REPEAT_BYTES", "BLOCK_BYTES", "DIV_IEEE", "DIV_RECIP_MUL",
 ]

@@ -28,7 +28,7 @@ import numpy as np
 from numba import literally, njit
 
 from npu_emu.ascendc._elem import as_elem, flush_f32, flush_u16, is_float, itemsize, pick
-from npu_emu.ascendc.constants import CAST_RINT, DT_AUTO, DT_BF16, DT_FLOAT16
+from npu_emu.ascendc.constants import CAST_RINT, DIV_IEEE, DIV_RECIP_MUL, DT_AUTO, DT_BF16, DT_FLOAT16
 from npu_emu.dtypes.scalar import bf16_to_f32, f16_to_f32, f32_as_u32, f32_to_bf16, f32_to_f16, u32_as_f32
 
 _INLINE = dict(inline="always", cache=True, error_model="numpy")
@@ -249,6 +249,46 @@ def Muls(dst, src, scalarValue, count, dtype=DT_AUTO, ftz=False):
         _binary_native(dst, src, as_elem(src, scalarValue), n, _MUL, ftz, True)
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def div_f32(a, b, div_model):
+    """One float32 vector division under a division model (``DIV_IEEE``: correctly rounded; ``DIV_RECIP_MUL``:
+    ``a * fp32(1 / b)``, two roundings). The device's Div rounding is not public ([HW-unverified])."""
+    if div_model == DIV_RECIP_MUL:
+        return np.float32(np.float32(a) * np.float32(np.float32(1.0) / np.float32(b)))
+    return np.float32(np.float32(a) / np.float32(b))
+
+
+@njit(**_LOOP)
+def _div_loop(dst, src0, src1, n, div_model, half_kind):
+    for i in range(n):
+        b = pick(src1, i)
+        if half_kind == 1:
+            r = div_f32(f16_to_f32(np.uint16(src0[i])), f16_to_f32(np.uint16(b)), div_model)
+            dst[i] = f32_to_f16(r, CAST_RINT, False)
+        elif half_kind == 2:
+            r = div_f32(bf16_to_f32(np.uint16(src0[i])), bf16_to_f32(np.uint16(b)), div_model)
+            dst[i] = f32_to_bf16(r, CAST_RINT, False)
+        else:
+            dst[i] = div_f32(np.float32(src0[i]), np.float32(b), div_model)
+
+
+@njit(**_INLINE)
+def Div(dst, src0, src1, count, dtype=DT_AUTO, div_model=DIV_IEEE):
+    """AscendC::Div(dst, src0, src1, count): dst[i] = src0[i] / src1[i] (``基础算术/Div.md``; float types only).
+
+    ``div_model`` (``DIV_IEEE`` default, ``DIV_RECIP_MUL``) names how the result is rounded: the device's Div is
+    not documented as correctly rounded ([HW-unverified], docs/conventions.md). half / bf16 (``DT_FLOAT16`` /
+    ``DT_BF16`` on uint16 views): the float32 quotient of the widened operands, rounded RNE once.
+    """
+    n = min(count, len(dst), len(src0))
+    if dtype == DT_FLOAT16:
+        _div_loop(dst, src0, src1, n, div_model, 1)
+    elif dtype == DT_BF16:
+        _div_loop(dst, src0, src1, n, div_model, 2)
+    else:
+        _div_loop(dst, src0, src1, n, div_model, 0)
+
+
 # The loops below are separate functions, not inlined: loops inlined into a kernel over views of the UB byte buffer
 # (``ub[a:b].view(...)``) do not vectorise.
 
@@ -387,6 +427,54 @@ def _reduce_max(src, n, dtype):
         if g:
             idx = i
     return idx
+
+
+@njit(**_LOOP)
+def _reduce_min(src, n, dtype):
+    """Index of the minimum of src[:n] (n >= 1): NaN first (the first NaN wins), -0 below +0, ties keep the first."""
+    idx = 0
+    for i in range(1, n):
+        if dtype == DT_FLOAT16:
+            g = _float_less(f16_to_f32(np.uint16(src[i])), f16_to_f32(np.uint16(src[idx])))
+        elif dtype == DT_BF16:
+            g = _float_less(bf16_to_f32(np.uint16(src[i])), bf16_to_f32(np.uint16(src[idx])))
+        elif is_float(src[i]):
+            g = _float_less(np.float32(src[i]), np.float32(src[idx]))
+        else:
+            g = src[i] < src[idx]
+        if g:
+            idx = i
+    return idx
+
+
+@njit(**_INLINE)
+def _float_less(a, b):
+    """ReduceMin order on float32: NaN below everything (the first NaN wins), -0 below +0, ties keep the first."""
+    if b != b:
+        return False
+    if a != a:
+        return True
+    if a == b:
+        return (f32_as_u32(a) >> np.uint32(31)) != 0 and (f32_as_u32(b) >> np.uint32(31)) == 0
+    return a < b
+
+
+@njit(**_INLINE)
+def ReduceMin(dst, src, sharedTmpBuffer, count, calIndex=False, dtype=DT_AUTO):
+    """AscendC::ReduceMin(dst, src, sharedTmpBuffer, count, calIndex) (``归约计算/ReduceMin.md``): dst[0] = the
+    minimum of src[:count], as :func:`ReduceMax` with the order reversed (NaN: the first NaN, [HW-unverified])."""
+    n = min(count, len(src))
+    if n <= 0:
+        return
+    idx = _reduce_min(src, n, dtype)
+    dst[0] = src[idx]
+    if calIndex and len(dst) > 1:
+        if dtype == DT_FLOAT16 or dtype == DT_BF16:
+            dst[1] = np.uint16(idx)
+        elif is_float(src[0]):
+            dst[1] = u32_as_f32(np.uint32(idx))
+        else:
+            dst[1] = idx
 
 
 @njit(**_INLINE)

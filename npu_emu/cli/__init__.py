@@ -219,11 +219,13 @@ def _cmd_exec(a, commands):
         if not os.path.isfile(target):
             raise SystemExit(f"npu-emu: the script {target} does not exist; check the path")
     try:
-        torch_npu_shim.install()
+        torch_npu_shim.install(soc=a.soc)
     except ImportError as e:
         raise SystemExit(f"npu-emu: exec needs torch ({e}); install the CPU build: pip install torch") from None
     except RuntimeError as e:
         raise SystemExit(f"npu-emu: {e}") from None
+    except AclnnError as e:                      # an unknown --soc
+        raise SystemExit(f"npu-emu: --soc: {e}") from None
     # the script's own errors and exit status are the script's: _run prints its traceback and returns the status
     return torch_npu_shim.run_module(target, rest) if module else torch_npu_shim.run_script(target, rest)
 
@@ -352,7 +354,13 @@ def _cmd_bench(a, commands):
         print("+ asv publish", flush=True)
         rc = subprocess.run([asv, "publish"], cwd=root).returncode
         if rc == 0:
-            print(f"dashboard: {os.path.join(root, '.asv', 'html', 'index.html')} (serve it with `asv preview`)")
+            from npu_emu.cli.asv_dashboard import make_offline
+
+            html = os.path.join(root, ".asv", "html")
+            left = make_offline(html, os.path.join(root, "benchmarks", "www", "vendor"))
+            if left:
+                print(f"npu-emu: the dashboard still loads {', '.join(left)} from the network", file=sys.stderr)
+            print(f"dashboard: {os.path.join(html, 'index.html')} (serve it with `asv preview`; no internet needed)")
     return rc
 
 
@@ -500,6 +508,9 @@ def build_parser(commands):
         epilog="examples:\n  npu-emu exec train_step.py --world-size 4\n"
                "  npu-emu exec tests/interop/torch_npu_script.py out.pt\n"
                "  npu-emu exec -m pytest tests/ut -q           a module (here: a test suite) instead of a file")
+    sp.add_argument("--soc", default=None, metavar="SOC",
+                    help="the SoC every emulated op runs as (e.g. ascend950pr for MX quantisers and MX matmuls "
+                         "together); default: NPU_EMU_SOC, else each op's own (must come before SCRIPT / -m)")
     sp.add_argument("-m", dest="module", nargs=argparse.REMAINDER, default=None,
                     help="run the module MODULE [ARGS] as __main__ instead of a script (must come first)")
     sp.add_argument("script", nargs=argparse.REMAINDER, help="SCRIPT [ARGS]: the script and its own arguments")

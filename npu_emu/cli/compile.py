@@ -250,6 +250,13 @@ def main(ops=None, jobs=None, list_only=False, json_path=None, progress=True):
     print(f"npu-emu compile: {len(configs)} configurations of {fams} op famil{'ies' if fams > 1 else 'y'} in "
           f"{f'{workers} worker processes' if workers > 1 else 'this process'} "
           f"(an op family's configurations in one process); numba cache: {where[0]}", flush=True)
+    from npu_emu.device import shipped_kernels
+
+    man = shipped_kernels.manifest()
+    if man is not None:
+        reason = shipped_kernels.why_not(man)
+        print(f"shipped kernels ({man['configurations']} configurations for {man['magic'][1]}): "
+              + ("loaded instead of compiled" if reason is None else f"not used here: {reason}"), flush=True)
     t0 = time.perf_counter()
     results = run(configs, jobs, progress=progress)
     wall = time.perf_counter() - t0
@@ -261,3 +268,97 @@ def main(ops=None, jobs=None, list_only=False, json_path=None, progress=True):
             json.dump({"wall_seconds": wall, "jobs": workers, "cache": where[0], "configurations": results}, f,
                       indent=1)
     return 0 if all(r["ok"] for r in results) else 1
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the kernels shipped in a wheel (setup.py, NPU_EMU_BUILD_KERNELS=1; npu_emu/device/shipped_kernels.py loads them)
+# ---------------------------------------------------------------------------------------------------------------
+
+# numba switches that change the machine code without changing its cache key: never inherited by the bundle's build
+_CODEGEN_ENV = ("NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_OPT", "NUMBA_BOUNDSCHECK", "NUMBA_DEBUGINFO",
+                "NUMBA_DISABLE_JIT", "NPU_EMU_SERIAL_KERNELS", "NUMBA_CACHE_LOCATOR_CLASSES")
+
+
+def build_bundle(pkg_dir, jobs=None, out=None, ops=None):
+    """Compile every configuration of :mod:`npu_emu.op_configs`, with the npu_emu package at ``pkg_dir``, for
+    the portable CPU level, and lay its numba cache files out under ``pkg_dir/_kernel_cache`` by the
+    package-relative folder of their source files, with a manifest of what they are tied to. Returns 0 on success."""
+    import json
+    import shutil
+    import subprocess
+    import tempfile
+
+    from npu_emu.device import shipped_kernels as sk
+
+    out = sys.stdout if out is None else out
+    pkg_dir = os.path.abspath(pkg_dir)
+    dest = os.path.join(pkg_dir, sk.BUNDLE_DIR)
+    shutil.rmtree(dest, ignore_errors=True)
+    work = tempfile.mkdtemp(prefix="npu-emu-kernels-")
+    try:
+        cache = os.path.join(work, "numba")
+        env = {k: v for k, v in os.environ.items() if k not in _CODEGEN_ENV}
+        env.update(NUMBA_CPU_NAME=sk.PORTABLE_CPU, NUMBA_CPU_FEATURES=sk.PORTABLE_FEATURES, NUMBA_CACHE_DIR=cache,
+                   NPU_EMU_SHIPPED_KERNELS="0", PYTHONPATH=os.path.dirname(pkg_dir))
+        report_path = os.path.join(work, "compile.json")
+        args = ["compile", "--no-progress", "--json", report_path] + ([] if jobs is None else ["--jobs", str(jobs)])
+        args += ["--ops", *ops] if ops else []      # (the tests build a bundle of a few configurations)
+        code = ("import json, sys, npu_emu\n"
+                "assert npu_emu.__file__.startswith(sys.argv[1]), npu_emu.__file__\n"
+                "from npu_emu.cli import main\n"
+                "rc = main(sys.argv[2:])\n"
+                "from npu_emu.device.shipped_kernels import build_facts\n"
+                "print('FACTS ' + json.dumps(build_facts()))\n"
+                "sys.exit(rc)\n")
+        print(f"npu-emu: compiling every op configuration for {sk.PORTABLE_CPU} into the wheel", file=out, flush=True)
+        done = subprocess.run([sys.executable, "-c", code, pkg_dir] + args, env=env, cwd=work, text=True,
+                              stdout=subprocess.PIPE)
+        lines = done.stdout.splitlines()
+        print("\n".join(line for line in lines if not line.startswith("FACTS ")), file=out, flush=True)
+        if done.returncode != 0:
+            print(f"npu-emu: the kernel build failed (exit {done.returncode})", file=out)
+            return done.returncode or 1
+        facts = json.loads([line for line in lines if line.startswith("FACTS ")][-1][6:])
+        if tuple(facts["magic"][1:]) != (sk.PORTABLE_CPU, sk.PORTABLE_FEATURES):
+            print(f"npu-emu: the kernels were compiled for {facts['magic']}, not {sk.PORTABLE_CPU}", file=out)
+            return 1
+        n_files, n_bytes = _collect(cache, pkg_dir, dest)
+        facts.update(requires=list(sk.V3_FEATURES), files=n_files, bytes=n_bytes,
+                     configurations=len(json.load(open(report_path))["configurations"]))
+        with open(os.path.join(dest, sk.MANIFEST), "w") as f:
+            json.dump(facts, f, indent=1)
+        print(f"npu-emu: {n_files} cache files, {n_bytes / 2**20:.1f} MiB, in {dest}", file=out, flush=True)
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _collect(cache, pkg_dir, dest):
+    """Copy numba's cache folders (named after each source folder's absolute path) to ``dest`` under the source
+    folders' paths relative to ``pkg_dir``; (files, bytes)."""
+    import shutil
+
+    from numba.core.caching import _CacheLocator
+
+    folders = {}
+    for d, _, _ in os.walk(pkg_dir):
+        # numba's name for the cache folder of the sources in d (the argument stands for a file in d)
+        folders[_CacheLocator.get_suitable_cache_subpath(os.path.join(d, "x.py"))] = os.path.relpath(d, pkg_dir)
+    n_files = n_bytes = 0
+    for name in sorted(os.listdir(cache)):
+        rel = folders.get(name)
+        if rel is None:
+            raise RuntimeError(f"numba cache folder {name} does not belong to a folder of {pkg_dir}")
+        for fn in sorted(os.listdir(os.path.join(cache, name))):
+            if fn.endswith((".nbi", ".nbc")):
+                os.makedirs(os.path.join(dest, rel), exist_ok=True)
+                shutil.copyfile(os.path.join(cache, name, fn), os.path.join(dest, rel, fn))
+                n_files += 1
+                n_bytes += os.path.getsize(os.path.join(dest, rel, fn))
+    return n_files, n_bytes
+
+
+if __name__ == "__main__":   # python -m npu_emu.cli.compile --bundle PKG_DIR [JOBS]: what setup.py runs
+    if len(sys.argv) >= 3 and sys.argv[1] == "--bundle":
+        sys.exit(build_bundle(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else None))
+    sys.exit("usage: python -m npu_emu.cli.compile --bundle PKG_DIR [JOBS]")

@@ -1,6 +1,7 @@
 """``npu-emu demo``: run every implemented op once at a production shape, check it bit-exactly against its
-independent golden (each op folder's golden.py; ml_dtypes / en_dtypes for the codecs), and print a table: time, throughput,
-speed-up over the golden, emulator time over the host and the 910B2 rooflines, match.
+independent golden (each op folder's golden.py; ml_dtypes for the FP8 codecs, npu_emu.dtypes.golden for HiF8),
+and print a table: time, throughput, speed-up over the golden, emulator time over the host and the 910B2
+rooflines, match.
 
 Shapes are the asv benchmark shapes (benchmarks/bench_*.py); ``small=True`` scales them down so that the whole demo
 runs in seconds with a warm numba cache. The cases come from the op declarations (``kernels/<op>/op.py`` names
@@ -36,7 +37,7 @@ def fmt_dims(dims):
 _CODEC_CASES, builder = demo_collector()
 
 # ---------------------------------------------------------------------------------------------------------------
-# Codecs (asv bench_codecs: 16 Mi elements; oracles ml_dtypes / en_dtypes)
+# Codecs (asv bench_codecs: 16 Mi elements; oracles ml_dtypes and npu_emu.dtypes.golden)
 # ---------------------------------------------------------------------------------------------------------------
 
 def _codec_input(rng, n):
@@ -80,23 +81,18 @@ def _dec_e4m3(dims, rng):
                 lambda: codes.view(ml_dtypes.float8_e4m3fn).astype(np.float32), _same_float, 5 * n)
 
 
-@builder("encode_hifloat8", (16 << 20,), (1 << 20,), "n: float32 -> HiFloat8 codes, round half away (vs en_dtypes)")
+@builder("encode_hifloat8", (16 << 20,), (1 << 20,),
+         "n: float32 -> HiFloat8 codes, round half away (vs npu_emu.dtypes.golden)")
 def _enc_hif8(dims, rng):
     from npu_emu import dtypes
+    from npu_emu.dtypes import golden
 
-    try:
-        import en_dtypes
-    except ImportError:
-        raise Unavailable("the HiFloat8 oracle en_dtypes is not installed (pip install en-dtypes)") from None
     (n,) = dims
     x = _codec_input(rng, n)
-
-    def gold():
-        with np.errstate(invalid="ignore", over="ignore"):
-            return x.astype(en_dtypes.hifloat8).view(np.uint8)
-
-    # 0x80 is HiF8's only NaN on both sides, so the codes compare exactly (docs/codecs.md §12)
-    return Case("encode f32->hifloat8", f"[{n}] f32", lambda: dtypes.encode(x, "hifloat8"), gold, _same_bits, 5 * n)
+    # the golden is plain numpy from docs/codecs.md §4 (it agrees with en_dtypes, the test suite's oracle), so the
+    # case is checked on the default install; 0x80 is HiF8's only NaN, so the codes compare exactly
+    return Case("encode f32->hifloat8", f"[{n}] f32", lambda: dtypes.encode(x, "hifloat8"),
+                lambda: golden.encode_round(x), _same_bits, 5 * n)
 
 
 # every case: the op folders' (declared in op.py, in registry order), then the codecs'

@@ -10,6 +10,8 @@ op's access pattern), so results do not depend on the host thread count.
 default) and calls the kernel. Nothing here compiles at import time.
 """
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,12 +20,15 @@ from numba.extending import overload
 
 from npu_emu.device import jit_options  # noqa: F401  (installs the numba cache lock before any njit below compiles)
 from npu_emu.device import memo
+from npu_emu.device.jit_options import PARALLEL_MIN_BYTES, parallel_min_bytes, serial_below
 from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.device.tiling_data import TilingData
 from npu_emu.device.validate import MAX_BLOCK_DIM, AccessPattern, GmOverrun, ValidationReport, validate as validate_access
 
 # GmOverrun (defined with the access patterns it is computed from) is re-exported: the trace record of the launch.
-__all__ = ["ub_view", "launch", "UbViewError", "CheckedAccess", "check_access", "checked_access", "GmOverrun"]
+__all__ = ["ub_view", "launch", "UbViewError", "CheckedAccess", "check_access", "checked_access", "GmOverrun",
+           "host_matmul", "single_blas_thread", "BLAS_THREADED_MACS", "serial_below", "PARALLEL_MIN_BYTES",
+           "parallel_min_bytes"]
 
 
 def _itemsize(dtype):
@@ -167,7 +172,7 @@ def _check_buffers(gm_buffers, access):
                                               f"array is read-only; pass a writeable array")
 
 
-def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validate=True):
+def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validate=True, work=None):
     """Run ``kernel(block_dim, tiling.to_numba(), ub_size, *gm_buffers)`` on ``block_dim`` emulated cores.
 
     ``access`` (an :class:`~npu_emu.device.validate.AccessPattern`) declares the GM buffers in argument order and
@@ -177,6 +182,12 @@ def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validat
     not run. Buffer counts, dtypes and sizes are checked against ``access`` even with ``validate=False``.
     ``access`` may also be a :class:`CheckedAccess` (the pattern already checked, e.g. by :func:`checked_access`);
     with ``validate=True`` it must be a validated one.
+
+    The kernel runs on numba's thread pool when its GM buffers total at least
+    :func:`~npu_emu.device.jit_options.parallel_min_bytes` (1 MiB; 64 MiB while the box is oversubscribed), on
+    the calling thread otherwise (:func:`serial_below`; same results either way). ``work``: the bytes to weigh
+    instead, for a kernel whose work is not proportional to its GM traffic (e.g. a cube computed from its
+    operands: 4·m·k·n).
 
     Returns the :class:`~npu_emu.device.validate.ValidationReport` (its ``overruns`` are the trace's ``gm_overrun``),
     or None when nothing was validated. Kernels write their outputs in place; their return value is unused.
@@ -208,7 +219,8 @@ def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validat
 
     td = tiling.to_numba()
     try:
-        kernel(block_dim, td, ub_size, *gm_buffers)
+        with serial_below(sum(b.nbytes for b in gm_buffers) if work is None else work):
+            kernel(block_dim, td, ub_size, *gm_buffers)
     except SystemError as exc:
         # An exception raised inside a prange body surfaces as SystemError with the real error as its cause.
         if exc.__cause__ is None:
@@ -220,3 +232,86 @@ def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validat
     else:
         return report
     raise AclnnError(ACLNN_ERR_INNER, f"kernel {getattr(kernel, '__name__', kernel)!s} failed: {cause}") from cause
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The host-side cube stage: BLAS without a second thread pool (docs/device/launch.md, "Host GEMMs and thread pools")
+# --------------------------------------------------------------------------------------------------------------
+
+# A GEMM of at least this many multiply-adds keeps BLAS's own threads: their start-up and the spinning they leave
+# behind are then small against the GEMM they halve. Below it the GEMM runs on the calling thread only.
+BLAS_THREADED_MACS = 1 << 27
+
+_blas_lock = threading.Lock()
+_blas_state = {"libs": None, "depth": 0, "saved": ()}
+
+
+def _blas_libs():
+    """threadpoolctl's controllers of the BLAS libraries loaded in this process (found once; [] without
+    threadpoolctl or without a BLAS it knows)."""
+    libs = _blas_state["libs"]
+    if libs is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            libs = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+        except Exception:  # noqa: BLE001  (no threadpoolctl, or a BLAS it cannot drive: nothing to scope)
+            libs = []
+        _blas_state["libs"] = libs
+    return libs
+
+
+@contextmanager
+def single_blas_thread():
+    """Inside: the process's BLAS libraries run each call on the calling thread only; on exit their thread
+    counts are what they were (the user's setting, whatever it is, is restored).
+
+    Why: numba's parallel loops run on numba's OpenMP pool and numpy's GEMMs on OpenBLAS's pthread pool; each
+    pool's workers spin for a while after their work, so a host path that alternates a GEMM and a ``prange``
+    makes the two pools take turns on the cores (on two cores a 64x128x64 int8 matmul took 8 ms instead of
+    0.4 ms). Re-entrant. Acts in the main thread only: OpenBLAS ignores ``openblas_set_num_threads`` from other
+    threads once the main thread has set a count (measured with OpenBLAS 0.3.31), so a scope there could neither
+    be relied on nor restore the user's count; calls from other threads run BLAS as before. Costs a few us.
+    """
+    libs = _blas_libs()
+    if not libs or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    with _blas_lock:
+        if _blas_state["depth"] == 0:
+            saved = []
+            for lib in libs:
+                n = lib.get_num_threads()
+                saved.append(n)
+                if n != 1:
+                    lib.set_num_threads(1)
+            _blas_state["saved"] = tuple(saved)
+        _blas_state["depth"] += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_state["depth"] -= 1
+            if _blas_state["depth"] == 0:
+                for lib, n in zip(libs, _blas_state["saved"]):
+                    if n != 1:
+                        lib.set_num_threads(n)
+
+
+def host_matmul(a, b, out=None):
+    """``np.matmul(a, b, out=out)`` for a kernel's host-side cube stage (exact float GEMMs standing in for the
+    Mmad of every base block, e.g. kernels/quant_matmul/accum.py).
+
+    A GEMM below :data:`BLAS_THREADED_MACS` multiply-adds runs inside :func:`single_blas_thread`, so that the
+    op's parallel loops before and after it find the cores free; a larger one keeps BLAS's threads. Results are
+    those of np.matmul (the callers use BLAS only where every summation order gives the same value).
+    """
+    m, k = a.shape[-2], a.shape[-1]
+    n = b.shape[-1]
+    batch = 1
+    for d in np.broadcast_shapes(a.shape[:-2], b.shape[:-2]):
+        batch *= d
+    if batch * m * k * n >= BLAS_THREADED_MACS:
+        return np.matmul(a, b, out=out)
+    with single_blas_thread():
+        return np.matmul(a, b, out=out)

@@ -7,6 +7,7 @@ MindIE-LLM's w8a8.py run the same chain), on torch CPU tensors through the emula
 It must be deterministic and give, bit for bit, what the four npu_emu.ops calls give one by one on numpy arrays.
 """
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -28,7 +29,9 @@ def _weights(rng, e, h, i):
     w13 = rng.integers(-128, 128, (e, h, 2 * i), dtype=np.int16).astype(np.int8)
     w2 = rng.integers(-128, 128, (e, i, h), dtype=np.int16).astype(np.int8)
     w13_scale = rng.uniform(0.001, 0.01, (e, 2 * i)).astype(np.float32)
-    w2_scale = rng.uniform(0.001, 0.01, (e, h)).astype(np.float32)
+    # per-channel scale of the second GEMM in bfloat16: CANN takes bf16 output with per-token scales only with a bf16
+    # scale (aclnnGroupedMatmul's CheckQuantParamsDtype), as vLLM-Ascend's W8A8-dynamic weights are converted
+    w2_scale = rng.uniform(0.001, 0.01, (e, h)).astype(np.float32).astype(ml_dtypes.bfloat16)
     return w13, w2, w13_scale, w2_scale
 
 
@@ -47,8 +50,6 @@ def _moe_mlp(torch_npu, torch, hidden, w13, w2, w13_scale, w2_scale, group_list)
 
 def _by_hand(hidden, w13, w2, w13_scale, w2_scale, counts):
     """The same four calls through npu_emu.ops on numpy arrays."""
-    import ml_dtypes
-
     x, s = ops.npu_dynamic_quant(hidden)
     h = ops.npu_grouped_matmul([x], [w13], split_item=3, group_list_type=1, group_type=0, group_list=counts,
                                output_dtype="int32")[0]
@@ -77,13 +78,12 @@ def test_w8a8_dynamic_moe_mlp_through_torch_npu(tmp_path):
         w13, w2, w13_scale, w2_scale = _weights(rng, e, h, i)
         th = torch.from_numpy(hidden).to(torch.bfloat16)
         args = (th, torch.from_numpy(w13), torch.from_numpy(w2), torch.from_numpy(w13_scale),
-                torch.from_numpy(w2_scale), torch.from_numpy(counts))
+                torch.from_numpy(w2_scale.view(np.int16)).view(torch.bfloat16), torch.from_numpy(counts))
         out1 = _moe_mlp(torch_npu, torch, *args)
         out2 = _moe_mlp(torch_npu, torch, *args)
         assert out1.dtype == torch.bfloat16 and tuple(out1.shape) == (t, h)
         assert torch.equal(out1.view(torch.int16), out2.view(torch.int16))        # deterministic
-        want = _by_hand(th.view(torch.int16).numpy().view(__import__("ml_dtypes").bfloat16), w13, w2, w13_scale,
-                        w2_scale, counts)
+        want = _by_hand(th.view(torch.int16).numpy().view(ml_dtypes.bfloat16), w13, w2, w13_scale, w2_scale, counts)
         assert np.array_equal(out1.view(torch.int16).numpy(), want.view(np.int16))
         assert np.isfinite(want.astype(np.float32)).all() and np.abs(want.astype(np.float32)).max() > 0
     finally:

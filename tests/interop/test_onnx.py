@@ -168,8 +168,7 @@ def test_cli_check_and_run(case, tmp_path):
     for name in ("table", "indices", "scale", "zero_point"):
         case[name].tofile(tmp_path / f"{name}.bin")
         args += ["--input", f"{name}={tmp_path / (name + '.bin')}"]
-    out = tmp_path / "out"
-    out.mkdir()
+    out = tmp_path / "runs" / "out"               # not there yet: made (with its parent), as other tools do
     res = subprocess.run(_npu_emu() + ["onnx", "run", str(path), *args, "--output", str(out)], capture_output=True,
                          text=True, cwd=tmp_path, timeout=600)
     assert res.returncode == 0, res.stderr
@@ -182,3 +181,10 @@ def test_cli_check_and_run(case, tmp_path):
     res = subprocess.run(_npu_emu() + ["onnx", "run", str(path), *args, "--output", str(out)], capture_output=True,
                          text=True, cwd=tmp_path, timeout=600)
     assert res.returncode == 2 and "error 161002" in res.stderr and "node 'GatherDequantInt8'" in res.stderr
+    # ... and creates no folder; --output naming a file is refused before the model runs
+    res = subprocess.run(_npu_emu() + ["onnx", "run", str(path), *args, "--output", str(tmp_path / "bad")],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert res.returncode == 2 and not (tmp_path / "bad").exists()
+    res = subprocess.run(_npu_emu() + ["onnx", "run", str(path), *args, "--output", str(out / "y.bin")],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert res.returncode != 0 and "is a file" in res.stderr

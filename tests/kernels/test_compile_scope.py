@@ -43,7 +43,8 @@ QMM = "npu_emu.kernels.quant_matmul.kernel"
 def probe(call, cold_cache=None):
     env = dict(os.environ)
     if cold_cache is not None:
-        env["NUMBA_CACHE_DIR"] = str(cold_cache)
+        # what the call compiles: not what a wheel built with the kernels ships (npu_emu/device/shipped_kernels.py)
+        env.update(NUMBA_CACHE_DIR=str(cold_cache), NPU_EMU_SHIPPED_KERNELS="0")
     out = subprocess.run([sys.executable, "-c", PROBE, textwrap.dedent(call)], capture_output=True, text=True,
                          env=env, cwd=os.path.dirname(__file__), timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]

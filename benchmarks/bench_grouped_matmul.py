@@ -1,0 +1,79 @@
+"""npu_grouped_matmul at the MoE expert shape of issue 37: W8A8, per-channel bf16 scale x per-token scale -> bf16,
+8 experts, 4096 routed tokens (512 a group), K 7168, N 2048 (docs/ops/grouped_matmul.md §8).
+
+Baselines in the same run: one numpy float32 ``matmul`` of the same total FLOPs (4096 x 7168 @ 7168 x 2048), the
+same groups as numpy float32 matmuls (8 x (512 x 7168 @ 7168 x 2048): each group its own weight, as the MoE layer),
+and ``torch._int_mm`` over the same groups (one group timed, x 8: on a CPU without VNNI it runs ~100 s a group).
+Goals: <= 1.2x the float32 matmul, <= 1.5x torch._int_mm. Trackers are ratios (lower is better).
+"""
+
+import timeit
+
+import ml_dtypes
+import numpy as np
+
+from npu_emu.kernels.grouped_matmul.api import npu_grouped_matmul
+
+E, M, K, N = 8, 4096, 7168, 2048
+
+
+def _best(fn, repeat=2):
+    return min(timeit.repeat(fn, number=1, repeat=repeat))
+
+
+class W8A8PerToken:
+    timeout = 3600
+    number = 1
+    repeat = (1, 2, 120.0)
+
+    def setup(self):
+        rng = np.random.default_rng(0)
+        self.x = rng.integers(-127, 128, (M, K), dtype=np.int8)
+        self.w = rng.integers(-127, 128, (E, K, N), dtype=np.int8)
+        self.scale = rng.uniform(1e-3, 1e-2, (E, N)).astype(ml_dtypes.bfloat16)
+        self.pt = rng.uniform(1e-3, 1e-1, M).astype(np.float32)
+        self.gl = np.full(E, M // E, np.int64)
+        self.f1 = rng.standard_normal((M, K), np.float32)
+        self.f2 = rng.standard_normal((K, N), np.float32)
+        self.fw = rng.standard_normal((E, K, N), np.float32)
+        self.run()                                   # compile / load the numba cache outside the timing
+
+    def run(self):
+        return npu_grouped_matmul([self.x], [self.w], scale=[self.scale], per_token_scale=[self.pt],
+                                  group_list=self.gl, group_list_type=1, split_item=3, group_type=0,
+                                  output_dtype="bfloat16")
+
+    def f32(self):
+        return np.matmul(self.f1, self.f2)
+
+    def f32_grouped(self):
+        g = M // E
+        for e in range(E):
+            np.matmul(self.f1[e * g:(e + 1) * g], self.fw[e])
+
+    def time_npu_emu(self):
+        self.run()
+
+    def time_numpy_f32_matmul(self):
+        self.f32()
+
+    def time_numpy_f32_grouped(self):
+        self.f32_grouped()
+
+    def track_ratio_to_numpy_f32_matmul(self):
+        return _best(self.run) / _best(self.f32)
+    track_ratio_to_numpy_f32_matmul.unit = "x numpy float32 matmul"
+
+    def track_ratio_to_numpy_f32_grouped(self):
+        return _best(self.run) / _best(self.f32_grouped)
+    track_ratio_to_numpy_f32_grouped.unit = "x numpy float32 grouped matmuls"
+
+    def track_ratio_to_torch_int_mm(self):
+        import torch
+
+        g = M // E
+        xt = torch.from_numpy(self.x[:g])
+        wt = torch.from_numpy(self.w[0])
+        one = _best(lambda: torch._int_mm(xt, wt), 1)
+        return _best(self.run, 1) / (E * one)
+    track_ratio_to_torch_int_mm.unit = "x torch._int_mm over the groups"

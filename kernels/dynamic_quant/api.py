@@ -1,0 +1,295 @@
+"""Front ends of DynamicQuant: torch_npu-style ``npu_dynamic_quant`` / ``npu_dynamic_quant_asymmetric`` and the
+aclnn two-phase API (aclnnDynamicQuant, V2, V3, V4).
+
+Call flow: normalise -> checks (aclnn's CheckParams in CANN order, docs/ops/dynamic_quant.md §4) -> the tiling's
+own checks (561002) -> emulator-added group_index check -> host tiling (or a user tiling, validated) -> allocate ->
+launch -> convert back (torch in -> torch out). Nothing is written to a caller's ``out`` unless everything succeeded.
+
+torch_npu dtype codes (Ascend/op-plugin: op_plugin/ops/opapi/DynamicQuantKernelNpuOpApi.cpp): ``dst_type`` None or
+torch.int8 (code 1) -> int8 y of x's shape; torch.quint4x2 (code 16) -> int4 packed eight per int32, y int32
+[..., n / 8] (n % 8 == 0). Version choice (select_version): dst_type_max != 0 -> V4, quant_mode != "pertoken" ->
+V4 (V3), else V2; V3 / V4 exist on Ascend 950 only (ACLNN_ERR_INNER on A2/A3).
+
+Switches: ``soc`` (default ascend910b2; the 950 regbase kernels are not emulated), ``div_model`` ("ieee" default,
+"reciprocal"; the vector Div's rounding, [HW-unverified]), ``faithful`` (the instruction-level transliteration,
+bit-identical to the default fused loops), ``tiling`` (a TilingResult to run instead of op_host's, validated),
+``core_num`` / ``ub_size`` (platform overrides).
+"""
+
+import numpy as np
+
+from npu_emu.device import platforms
+from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
+from npu_emu.frontend.core import (
+    Executor,
+    Origin,
+    as_array,
+    check_memory,
+    get_workspace,
+    is_torch_tensor,
+    resolve_dtype,
+    run_executor,
+    to_user,
+    write_out,
+)
+from npu_emu.kernels.dynamic_quant import checks, launch, tiling as tiling_mod
+
+DEFAULT_SOC = tiling_mod.DEFAULT_SOC
+OPS_EXPORTS = ["npu_dynamic_quant", "npu_dynamic_quant_asymmetric"]
+ACLNN_EXPORTS = [
+    "aclnnDynamicQuantGetWorkspaceSize", "aclnnDynamicQuant",
+    "aclnnDynamicQuantV2GetWorkspaceSize", "aclnnDynamicQuantV2",
+    "aclnnDynamicQuantV3GetWorkspaceSize", "aclnnDynamicQuantV3",
+    "aclnnDynamicQuantV4GetWorkspaceSize", "aclnnDynamicQuantV4",
+]
+TORCH_INT8 = 1          # at::ScalarType::Char
+TORCH_QUINT4X2 = 16     # at::ScalarType::QUInt4x2 (DTYPE_NUM_FOR_QUINT4X2)
+ACL_INT8, ACL_INT32, ACL_INT4 = 2, 3, 29
+
+
+def _bad(msg):
+    return AclnnError(ACLNN_ERR_PARAM_INVALID, msg)
+
+
+def _regbase(soc):
+    return platforms.get(soc).name.startswith("ascend950")
+
+
+def _desc(a, name, what):
+    if a is None:
+        return None
+    try:
+        dt = resolve_dtype(a.dtype, f"{name} dtype")
+    except AclnnError:
+        dt = str(a.dtype)
+    return (dt, tuple(a.shape)) if what is None else (what, tuple(a.shape))
+
+
+def _bits(a):
+    """x / smooth as uint16 bits (bf16 via ml_dtypes, half via numpy)."""
+    return np.ascontiguousarray(a).view(np.uint16)
+
+
+class _Plan:
+    pass
+
+
+def _prepare(x, smooth, group, y_desc, scale_desc, offset_desc, *, symmetrical, quant_mode, soc, core_num, ub_size,
+             div_model, faithful, tiling, validate):
+    """Checks + tiling -> a plan that ``_execute`` runs. ``x``/``smooth``/``group``: numpy arrays or None."""
+    xd, sd, gd = _desc(x, "x", None), _desc(smooth, "smooth_scales", None), _desc(group, "group_index", None)
+    checks.check_params(xd, sd, gd, y_desc, scale_desc, offset_desc, symmetrical=symmetrical, quant_mode=quant_mode)
+    if _regbase(soc):
+        raise AclnnError(ACLNN_ERR_INNER, f"soc {soc!r}: the Ascend 950 DynamicQuantV2 kernels (op_kernel/arch35) are "
+                                          f"not emulated; use an Atlas A2/A3 soc such as 'ascend910b2'")
+    launch.div_model_code(div_model)
+    p = _Plan()
+    p.int4 = y_desc[0] in ("int4", "int32")
+    p.y_int32 = y_desc[0] == "int32"
+    p.asym = not symmetrical
+    p.x_dtype = xd[0]
+    p.shape = tuple(x.shape)
+    p.L = int(x.shape[-1])
+    p.rows = int(np.prod(x.shape[:-1], dtype=np.int64))
+    p.empty = x.size == 0 or p.rows == 0
+    p.x = x
+    p.smooth = smooth
+    p.group = group
+    p.div_model = div_model
+    p.faithful = bool(faithful)
+    p.result = None
+    if p.empty:
+        return p
+    group_num = checks.check_tiling_inputs(xd, sd, gd, p.int4)
+    if group_num >= 1:
+        checks.check_group_values(group, p.rows)
+    computed = tiling_mod.tiling(p.rows, p.L, x_dtype=p.x_dtype, has_smooth=smooth is not None,
+                                 has_group=group is not None, group_num=group_num, y_int4=p.int4, asymmetric=p.asym,
+                                 soc=soc, core_num=core_num, ub_size=ub_size)
+    p.result = computed if tiling is None else tiling
+    if validate or tiling is not None:
+        tiling_mod.validate(p.result, p.rows, p.L, smooth is not None)
+        if tiling is not None and (tiling.tiling_key in (7, 8)) != (group_num >= 1):
+            raise _bad(f"tiling key {tiling.tiling_key} does not match the call (group_index walk: {group_num >= 1})")
+    check_memory(p.rows * (p.L + 8), "the DynamicQuant outputs")
+    return p
+
+
+def _execute(p):
+    """-> (y bytes [rows, L or L/2] uint8, scale [rows], offset [rows] or None)."""
+    if p.empty:
+        ycols = p.L // 2 if p.int4 else p.L
+        return np.zeros((p.rows, ycols), np.uint8), np.zeros(p.rows, np.float32), \
+            (np.zeros(p.rows, np.float32) if p.asym else None)
+    xb = _bits(p.x).reshape(p.rows, p.L)
+    sb = None if p.smooth is None else _bits(p.smooth)
+    return launch.run(xb, p.x_dtype, sb, p.group, p.result, int4=p.int4, asymmetric=p.asym,
+                      div_model=p.div_model, faithful=p.faithful)
+
+
+def _y_user(ybytes, p):
+    if p.int4:
+        return ybytes.reshape(-1).view(np.int32).reshape(p.shape[:-1] + (p.L // 8,)) if p.L % 8 == 0 \
+            else ybytes.reshape(p.shape[:-1] + (p.L // 2,))
+    return ybytes.view(np.int8).reshape(p.shape)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# torch_npu
+# ---------------------------------------------------------------------------------------------------------------
+
+def _dst_kind(dst_type):
+    """op-plugin get_output_tensor_wrapper: None / torch.int8 -> int8, torch.quint4x2 -> int32 (packed int4)."""
+    if dst_type is None:
+        return "int8"
+    s = str(dst_type)
+    if s in ("torch.int8", "int8") or (isinstance(dst_type, (int, np.integer)) and not isinstance(dst_type, bool)
+                                      and int(dst_type) == TORCH_INT8):
+        return "int8"
+    if s in ("torch.quint4x2", "quint4x2", "int4") or (isinstance(dst_type, (int, np.integer))
+                                                     and not isinstance(dst_type, bool)
+                                                     and int(dst_type) == TORCH_QUINT4X2):
+        return "int32"
+    raise _bad(f"dst_type={dst_type!r} is not supported on Atlas A2/A3: use None or torch.int8 (code 1) for int8, "
+               f"torch.quint4x2 (code 16) for int4 packed in int32 (FP8/HiF8 destinations exist on Ascend 950 only)")
+
+
+def _torch_npu(input, smooth_scales, group_index, dst_type, quant_mode, dst_type_max, symmetrical, soc, core_num,
+               ub_size, div_model, faithful, tiling, validate):
+    origin = Origin()
+    x = as_array(input, "input", origin=origin)
+    if x.ndim <= 1:
+        raise _bad(f"Input shape dim should be greater than 1, got {x.ndim}")
+    sm = None if smooth_scales is None else as_array(smooth_scales, "smooth_scales", origin=origin)
+    gr = None if group_index is None else as_array(group_index, "group_index", origin=origin)
+    kind = _dst_kind(dst_type)
+    if kind == "int32" and x.shape[-1] % 8:
+        raise _bad(f"Input shape last dim must be divided by 8 when int4 quantization, got {x.shape[-1]}")
+    if not isinstance(quant_mode, str):
+        raise _bad(f"quant_mode={quant_mode!r} must be a string")
+    try:
+        dtm = float(dst_type_max)
+    except (TypeError, ValueError):
+        raise _bad(f"dst_type_max={dst_type_max!r} must be a number") from None
+    if dtm != 0.0 or quant_mode != "pertoken":
+        # select_version -> aclnnDynamicQuantV4 (or V3): Ascend 950 only
+        checks.check_soc_for_v3("aclnnDynamicQuantV4" if dtm != 0.0 else "aclnnDynamicQuantV3", _regbase(soc))
+    lead = tuple(x.shape[:-1])
+    y_shape = lead + (x.shape[-1] // 8,) if kind == "int32" else tuple(x.shape)
+    p = _prepare(x, sm, gr, (kind, y_shape), ("float32", lead), None if symmetrical else ("float32", lead),
+                 symmetrical=symmetrical, quant_mode="pertoken", soc=soc, core_num=core_num, ub_size=ub_size,
+                 div_model=div_model, faithful=faithful, tiling=tiling, validate=validate)
+    yb, scale, offset = _execute(p)
+    y = to_user(_y_user(yb, p), origin)
+    s = to_user(scale.reshape(lead), origin)
+    if symmetrical:
+        return y, s
+    return y, s, to_user(offset.reshape(lead), origin)
+
+
+def npu_dynamic_quant(input, *, smooth_scales=None, group_index=None, dst_type=None, quant_mode="pertoken",
+                      dst_type_max=0.0, soc=DEFAULT_SOC, core_num=None, ub_size=None, div_model="ieee",
+                      faithful=False, tiling=None, validate=True):
+    """torch_npu.npu_dynamic_quant -> (y, scale): per-token symmetric int8 (or int4 in int32) quantization."""
+    return _torch_npu(input, smooth_scales, group_index, dst_type, quant_mode, dst_type_max, True, soc, core_num,
+                      ub_size, div_model, faithful, tiling, validate)
+
+
+def npu_dynamic_quant_asymmetric(input, *, smooth_scales=None, group_index=None, dst_type=None,
+                                 quant_mode="pertoken", dst_type_max=0.0, soc=DEFAULT_SOC, core_num=None,
+                                 ub_size=None, div_model="ieee", faithful=False, tiling=None, validate=True):
+    """torch_npu.npu_dynamic_quant_asymmetric -> (y, scale, offset) (DynamicQuantV2 with an offset output)."""
+    return _torch_npu(input, smooth_scales, group_index, dst_type, quant_mode, dst_type_max, False, soc, core_num,
+                      ub_size, div_model, faithful, tiling, validate)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# aclnn
+# ---------------------------------------------------------------------------------------------------------------
+
+def _out_desc(a, name):
+    if a is None:
+        return None
+    if is_torch_tensor(a):
+        a = as_array(a, name)
+    dt = resolve_dtype(a.dtype, f"{name} dtype")
+    return dt, tuple(a.shape)
+
+
+def _build(op, x, smooth, group, y_out, scale_out, offset_out, *, symmetrical, quant_mode, kw):
+    xa = None if x is None else as_array(x, "x")
+    sa = None if smooth is None else as_array(smooth, "smoothScalesOptional")
+    ga = None if group is None else as_array(group, "groupIndexOptional")
+    if xa is None:
+        checks.check_params(None, None, None, None, None, None)
+    p = _prepare(xa, sa, ga, _out_desc(y_out, "yOut"), _out_desc(scale_out, "scaleOut"),
+                 _out_desc(offset_out, "offsetOut"), symmetrical=symmetrical, quant_mode=quant_mode, **kw)
+
+    def run():
+        yb, scale, offset = _execute(p)
+        ysrc = yb.reshape(-1).view(np.int32) if p.y_int32 else yb.reshape(-1).view(np.int8)
+        write_out(y_out, ysrc, "yOut")
+        write_out(scale_out, scale, "scaleOut")
+        if offset_out is not None:
+            write_out(offset_out, offset, "offsetOut")
+
+    return Executor(op, run, 0 if p.empty else tiling_mod.SYS_WORKSPACE_SIZE)
+
+
+def _kw(soc, core_num, ub_size, div_model, faithful, tiling, validate):
+    return dict(soc=soc, core_num=core_num, ub_size=ub_size, div_model=div_model, faithful=faithful, tiling=tiling,
+                validate=validate)
+
+
+def aclnnDynamicQuantGetWorkspaceSize(x, smoothScalesOptional, yOut, scaleOut, *, soc=DEFAULT_SOC, core_num=None,
+                                      ub_size=None, div_model="ieee", faithful=False, tiling=None, validate=True):
+    """-> (status, workspace_size, executor); symmetric, dstType int8 by y."""
+    kw = _kw(soc, core_num, ub_size, div_model, faithful, tiling, validate)
+    return get_workspace("aclnnDynamicQuant", lambda: _build(
+        "aclnnDynamicQuant", x, smoothScalesOptional, None, yOut, scaleOut, None, symmetrical=True,
+        quant_mode="pertoken", kw=kw))
+
+
+def aclnnDynamicQuant(workspace, workspaceSize, executor, stream=None):
+    return run_executor(executor, workspaceSize, "aclnnDynamicQuant")
+
+
+def aclnnDynamicQuantV2GetWorkspaceSize(x, smoothScalesOptional, groupIndexOptional, dstType, yOut, scaleOut,
+                                        offsetOut, *, soc=DEFAULT_SOC, core_num=None, ub_size=None,
+                                        div_model="ieee", faithful=False, tiling=None, validate=True):
+    """-> (status, workspace_size, executor); asymmetric when offsetOut is given. ``dstType`` is recorded but, as in
+    the source, the kernel's output type comes from yOut (int8, or int32 = packed int4)."""
+    kw = _kw(soc, core_num, ub_size, div_model, faithful, tiling, validate)
+    return get_workspace("aclnnDynamicQuantV2", lambda: _build(
+        "aclnnDynamicQuantV2", x, smoothScalesOptional, groupIndexOptional, yOut, scaleOut, offsetOut,
+        symmetrical=offsetOut is None, quant_mode="pertoken", kw=kw))
+
+
+def aclnnDynamicQuantV2(workspace, workspaceSize, executor, stream=None):
+    return run_executor(executor, workspaceSize, "aclnnDynamicQuantV2")
+
+
+def aclnnDynamicQuantV3GetWorkspaceSize(x, smoothScalesOptional, groupIndexOptional, dstType, isSymmetrical,
+                                        quantMode, yOut, scaleOut, offsetOut, *, soc=DEFAULT_SOC, **kw):
+    """Ascend 950 only in the source: ACLNN_ERR_INNER on A2/A3; the 950 kernels are not emulated (561000)."""
+    def build():
+        checks.check_soc_for_v3("aclnnDynamicQuantV3", _regbase(soc))
+        raise AclnnError(ACLNN_ERR_INNER, "the Ascend 950 DynamicQuantV2 kernels (op_kernel/arch35) are not emulated")
+    return get_workspace("aclnnDynamicQuantV3", build)
+
+
+def aclnnDynamicQuantV3(workspace, workspaceSize, executor, stream=None):
+    return run_executor(executor, workspaceSize, "aclnnDynamicQuantV3")
+
+
+def aclnnDynamicQuantV4GetWorkspaceSize(x, smoothScalesOptional, groupIndexOptional, dstType, isSymmetrical,
+                                        quantMode, dstTypeMax, yOut, scaleOut, offsetOut, *, soc=DEFAULT_SOC, **kw):
+    """Ascend 950 only in the source: ACLNN_ERR_INNER on A2/A3; the 950 kernels are not emulated (561000)."""
+    def build():
+        checks.check_soc_for_v3("aclnnDynamicQuantV4", _regbase(soc))
+        raise AclnnError(ACLNN_ERR_INNER, "the Ascend 950 DynamicQuantV2 kernels (op_kernel/arch35) are not emulated")
+    return get_workspace("aclnnDynamicQuantV4", build)
+
+
+def aclnnDynamicQuantV4(workspace, workspaceSize, executor, stream=None):
+    return run_executor(executor, workspaceSize, "aclnnDynamicQuantV4")

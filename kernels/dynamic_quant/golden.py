@@ -1,0 +1,92 @@
+"""Independent numpy golden of DynamicQuant, written from the semantics (docs/ops/dynamic_quant.md §1).
+
+Plain numpy on whole arrays: no kernel, no instruction, no npu_emu codec. bf16 bits widen by a 16-bit shift, half
+through numpy.float16. The golden does not choose a tiling key: the caller names the key's formulas
+(``scale_formula``: "max_times_inv" = max * fp32(1/c) on keys 100, 10, 2/3, "recip_q" = 1 / q on keys 0/1, 6, 7, 8;
+``div_model``: how q = c / max is rounded). NaN rows: y = 0 and a NaN scale (payload not modelled); the chunk fold of
+keys 6/8 (a NaN before the last chunk is dropped) is not modelled either.
+"""
+
+import numpy as np
+
+F32 = np.float32
+
+
+def widen(bits, x_dtype):
+    """uint16 bits of bf16 / half -> float32."""
+    bits = np.asarray(bits, np.uint16)
+    if x_dtype == "bfloat16":
+        return (bits.astype(np.uint32) << 16).view(np.float32)
+    return bits.view(np.float16).astype(np.float32)
+
+
+def _codes(v, lo, hi):
+    v = np.where(np.isnan(v), F32(0), v)
+    return np.rint(np.clip(v, F32(lo), F32(hi))).astype(np.int8)
+
+
+def pack_int4(codes):
+    """int8 codes in [-8, 7] [rows, n] -> bytes [rows, n // 2], element 2i in the low nibble."""
+    c = codes.astype(np.uint8) & np.uint8(0xF)
+    return (c[:, 0::2] | (c[:, 1::2] << np.uint8(4))).astype(np.uint8)
+
+
+def smooth_rows(rows, smooth, group):
+    """The smooth row of every x row: one row, or with group_index the first group g with group[g] >= r + 1."""
+    if smooth.ndim == 1:
+        return np.broadcast_to(smooth, (rows, smooth.shape[0]))
+    g = np.searchsorted(np.asarray(group, np.int64), np.arange(1, rows + 1), side="left")
+    return smooth[g]
+
+
+def dynamic_quant(x, smooth=None, group=None, *, int4=False, asymmetric=False, scale_formula="recip_q",
+                  div_model="ieee"):
+    """x: float32 [rows, n] (already widened); smooth: float32 [n] or [groups, n]; group: cumulative row ends.
+
+    Returns (y, scale, offset): y int8 codes [rows, n] (int4: codes in [-8, 7], pack with pack_int4), scale float32
+    [rows], offset float32 [rows] or None.
+    """
+    x = np.asarray(x, np.float32)
+    rows = x.shape[0]
+    xs = x if smooth is None else (x * smooth_rows(rows, np.asarray(smooth, np.float32), group)).astype(F32)
+    if int4:
+        c, lo, hi, c_range, c_off = F32(7), -8, 7, F32(15), F32(7)
+    else:
+        c, lo, hi, c_range, c_off = F32(127), -128, 127, F32(255), F32(127)
+    with np.errstate(all="ignore"):
+        if asymmetric:
+            mx = xs.max(axis=1)
+            mn = xs.min(axis=1)
+            r = ((mx - mn).astype(F32) / c_range).astype(F32)
+            scale = np.where(r > F32(1e-12), r, F32(1e-12)).astype(F32)
+            offset = (c_off - (mx / scale).astype(F32)).astype(F32)
+            back = (F32(1) / scale).astype(F32)
+            v = ((xs * back[:, None]).astype(F32) + offset[:, None]).astype(F32)
+            return _codes(v, lo, hi), scale, offset
+        amax = np.abs(xs).max(axis=1)
+        if div_model == "reciprocal":
+            q = (c * (F32(1) / amax).astype(F32)).astype(F32)
+        else:
+            q = (c / amax).astype(F32)
+        if scale_formula == "max_times_inv":
+            scale = (amax * (F32(1) / c)).astype(F32)
+        else:
+            scale = (F32(1) / q).astype(F32)
+        v = (xs * q[:, None]).astype(F32)
+        return _codes(v, lo, hi), scale, None
+
+
+def key_formula(key):
+    """The golden's scale_formula for a tiling key (docs/ops/dynamic_quant.md §3)."""
+    return "max_times_inv" if key in (2, 3, 10, 100) else "recip_q"
+
+
+def vendor_golden(x, smooth=None):
+    """The ops-nn tests/assets/golden.py recipe, for comparison only: scale = max * fp32(1/127), y = round(x / scale)
+    (ties to even, no clamp). A tolerance reference: +-1 in y at rounding boundaries, other scale bits on
+    keys 0/1/6/7/8."""
+    xs = x if smooth is None else (x * smooth).astype(F32)
+    with np.errstate(all="ignore"):
+        scale = (np.abs(xs).max(axis=1) * (F32(1) / F32(127))).astype(F32)
+        y = np.round((xs / scale[:, None]).astype(F32)).astype(np.int8)
+    return y, scale

@@ -1,0 +1,53 @@
+"""Host launch of the DynamicQuant kernels: tiling in, outputs allocated here (never inside njit), one kernel call.
+
+Compile cost: one specialised copy of kernel.py per (faithful, x format, output format, symmetry), see
+kernel.device; the tiling key and the switches are run-time arguments of that copy.
+"""
+
+import numpy as np
+
+from npu_emu.ascendc.constants import DT_BF16, DT_FLOAT16, DT_INT4, DT_INT8
+from npu_emu.ascendc.transcendental import DIV_MODELS  # the div_model names every op shares
+from npu_emu.errors import AclnnError, ACLNN_ERR_PARAM_INVALID
+from npu_emu.kernels.dynamic_quant import kernel as _kernel_mod
+
+
+
+def div_model_code(div_model):
+    try:
+        return DIV_MODELS[div_model]
+    except KeyError:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                         f"div_model={div_model!r}; use one of {sorted(DIV_MODELS)}") from None
+
+
+def run(x_bits, x_dtype, smooth_bits, group, result, *, int4=False, asymmetric=False, div_model="ieee",
+        faithful=False, y=None, scale=None, offset=None):
+    """Run the kernel of ``result`` (a TilingResult) on x bits [rows, rowLen] (uint16, C-contiguous).
+
+    ``smooth_bits``: uint16 [rowLen] or [groups, rowLen] or None; ``group``: int array or None. Returns
+    (y bytes [rows, rowLen] int8-as-uint8 or [rows, rowLen // 2] packed int4, scale [rows], offset [rows] or None);
+    ``y`` / ``scale`` / ``offset`` may be given preallocated (uint8 / float32, right sizes).
+    """
+    td = result.tiling
+    rows = x_bits.shape[0] if x_bits.ndim == 2 else x_bits.size // max(td.rowLen, 1)
+    L = td.rowLen
+    xdt = DT_BF16 if x_dtype == "bfloat16" else DT_FLOAT16
+    ycols = L // 2 if int4 else L
+    if y is None:
+        y = np.empty((rows, ycols), np.uint8)
+    if scale is None:
+        scale = np.empty(rows, np.float32)
+    if asymmetric and offset is None:
+        offset = np.empty(rows, np.float32)
+    if rows == 0 or L == 0:
+        return y, scale, offset
+    dev = _kernel_mod.device(faithful, xdt, DT_INT4 if int4 else DT_INT8, asymmetric)
+    has_smooth = smooth_bits is not None
+    sm = np.ascontiguousarray(smooth_bits, np.uint16).reshape(-1) if has_smooth else np.zeros(1, np.uint16)
+    gr = (np.ascontiguousarray(group, np.int64).reshape(-1) if group is not None and len(group)
+          else np.zeros(1, np.int64))
+    off = offset if asymmetric else np.zeros(1, np.float32)
+    dev.dynamic_quant_kernel(x_bits.reshape(-1), sm, gr, y.reshape(-1), scale.reshape(-1), off.reshape(-1),
+                             td.to_numba(), np.int64(result.tiling_key), has_smooth, np.int64(div_model_code(div_model)))
+    return y, scale, offset

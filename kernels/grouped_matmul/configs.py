@@ -1,0 +1,39 @@
+"""The compile configurations of GroupedMatmul (``npu-emu compile``, declared in op.py): each a tiny call through the
+public API that makes numba compile one specialisation of the epilogue kernel (docs/cli.md, ``compile``)."""
+
+import numpy as np
+
+from npu_emu.frontend.cases import bf16 as _bf16, collector, rng as _rng  # noqa: F401
+
+CONFIGS, config = collector()
+
+
+def _gmm(out, per_token, plain=None):
+    def build():
+        from npu_emu.ops import npu_grouped_matmul
+
+        rng = _rng(37)
+        e, m, k, n = 2, 12, 64, 32
+        gl = np.array([5, 12], np.int64)
+        if plain is not None:
+            x = rng.standard_normal((m, k)).astype(plain)
+            w = rng.standard_normal((e, k, n)).astype(plain)
+            return lambda: npu_grouped_matmul([x], [w], group_list=gl, split_item=3, group_type=0)
+        x = rng.integers(-128, 128, (m, k), dtype=np.int16).astype(np.int8)
+        w = rng.integers(-128, 128, (e, k, n), dtype=np.int16).astype(np.int8)
+        kw = {"output_dtype": out, "group_list": gl, "split_item": 3, "group_type": 0}
+        if out != "int32":
+            s = rng.uniform(1e-3, 1e-2, (e, n)).astype(np.float32)
+            kw["scale"] = [_bf16(s) if out == "bfloat16" else s]
+        if per_token:
+            kw["per_token_scale"] = [rng.uniform(0.5, 2.0, m).astype(np.float32)]
+        return lambda: npu_grouped_matmul([x], [w], **kw)
+
+    return build
+
+
+config("grouped_matmul.int8_int32", "A8W8 -> int32 (no kernel compile: the exact BLAS cube)")(_gmm("int32", False))
+config("grouped_matmul.int8_pertoken_bf16", "A8W8 per-channel x per-token -> bfloat16")(_gmm("bfloat16", True))
+config("grouped_matmul.int8_pertoken_fp16", "A8W8 per-channel x per-token -> float16")(_gmm("float16", True))
+config("grouped_matmul.bf16", "plain bfloat16 (float_accum exact)")(_gmm(None, False, plain=_bf16(np.zeros(1)).dtype))
+config("grouped_matmul.fp16", "plain float16 (float_accum exact)")(_gmm(None, False, plain=np.float16))

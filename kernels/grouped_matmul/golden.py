@@ -1,0 +1,137 @@
+"""Independent plain-numpy reference of npu_grouped_matmul (docs/ops/grouped_matmul.md §3), written from the op's
+semantics: never calls the kernels, the instruction layer or npu_emu.dtypes' njit codecs (ml_dtypes does the
+bf16 rounding, numpy the fp16 one).
+
+Single-tensor split-M form: x (M, K), weight (E, K, N), y (M, N); group g covers the rows given by the group
+list. Rows after the last group are not computed: the golden leaves them as ``fill`` (0 by default).
+"""
+
+import ml_dtypes
+import numpy as np
+
+
+def group_rows(group_list, group_list_type, num_groups):
+    """[(weight index, first row, rows), ...] of the groups in the order the kernel visits them."""
+    gl = np.asarray(group_list, dtype=np.int64)
+    out = []
+    row = 0
+    if group_list_type == 2:
+        for e in range(gl.shape[0]):
+            idx, m = int(gl[e, 0]), int(gl[e, 1])
+            if m <= 0:
+                break
+            out.append((idx, row, m))
+            row += m
+        return out
+    prev = 0
+    for g in range(min(num_groups, gl.shape[0])):
+        m = int(gl[g]) - prev if group_list_type == 0 else int(gl[g])
+        if group_list_type == 0:
+            prev = int(gl[g])
+        out.append((g, row, m))
+        row += m
+    return out
+
+
+def _bf16(v32):
+    return np.asarray(v32, np.float32).astype(ml_dtypes.bfloat16)
+
+
+def grouped_matmul_quant(x, weight, group_list, *, group_list_type=0, scale=None, per_token_scale=None,
+                         bias=None, out_dtype="int32", fill=0):
+    """A8W8: int32 = exact sum of int8 products (+ int32 bias, wrapping as the int32 accumulator); bf16/fp16 out:
+    f32(acc) * scale[n] (f32), * per_token[m] (f32), + bias (bf16 -> f32), each product / sum rounded to fp32,
+    then rounded to bf16 (RNE) or fp16 (RNE)."""
+    x = np.asarray(x)
+    weight = np.asarray(weight)
+    m_total, n = x.shape[0], weight.shape[-1]
+    acc = np.zeros((m_total, n), np.int64)
+    done = np.zeros(m_total, bool)
+    for g, r0, m in group_rows(group_list, group_list_type, weight.shape[0]):
+        if m <= 0:
+            continue
+        prod = x[r0:r0 + m].astype(np.int64) @ weight[g].astype(np.int64)
+        if bias is not None and np.asarray(bias).dtype == np.int32:
+            prod = prod + np.asarray(bias)[g].astype(np.int64)
+        acc[r0:r0 + m] = prod
+        done[r0:r0 + m] = True
+    acc32 = ((acc + 2**31) % 2**32 - 2**31).astype(np.int32)
+    if out_dtype == "int32":
+        y = np.full((m_total, n), fill, np.int32)
+        y[done] = acc32[done]
+        return y
+    rows = group_rows(group_list, group_list_type, weight.shape[0])
+    v = acc32.astype(np.float32)
+    sc = np.zeros((m_total, n), np.float32)
+    for g, r0, m in rows:
+        if m > 0:
+            sc[r0:r0 + m] = np.asarray(scale)[g].astype(np.float32)
+    v = (v * sc).astype(np.float32)
+    if per_token_scale is not None:
+        v = (v * np.asarray(per_token_scale, np.float32)[:, None]).astype(np.float32)
+        if bias is not None and np.asarray(bias).dtype != np.int32:
+            b = np.zeros((m_total, n), np.float32)
+            for g, r0, m in rows:
+                if m > 0:
+                    b[r0:r0 + m] = np.asarray(bias)[g].astype(np.float32)
+            v = (v + b).astype(np.float32)
+    if out_dtype == "bfloat16":
+        y = np.full((m_total, n), fill, ml_dtypes.bfloat16)
+        y[done] = _bf16(v[done])
+    else:
+        y = np.full((m_total, n), fill, np.float16)
+        y[done] = v[done].astype(np.float16)
+    return y
+
+
+def _exact_f32(a, b, bias_row=None):
+    """RN32 of the exact a @ b (+ bias) for bf16/fp16 operands: exact products and sums via python integers."""
+    from fractions import Fraction
+
+    fa = [[Fraction(float(v)) for v in row] for row in a]
+    fb = [[Fraction(float(v)) for v in row] for row in b]
+    m, k = a.shape
+    n = b.shape[1]
+    out = np.empty((m, n), np.float32)
+    for i in range(m):
+        for j in range(n):
+            s = Fraction(0) if bias_row is None else Fraction(float(bias_row[j]))
+            for t in range(k):
+                s += fa[i][t] * fb[t][j]
+            out[i, j] = _round_f32(s)
+    return out
+
+
+def _round_f32(fr):
+    """RNE float32 of a Fraction (via float64 when exact enough: Fraction -> float is correctly rounded to
+    float64, and a float64 tie of float32 is resolved with the exact remainder)."""
+    d = float(fr)
+    f = np.float32(d)
+    if float(f) == d or not np.isfinite(f):
+        return f
+    lo = np.float32(np.nextafter(f, np.float32(-np.inf))) if float(f) > d else f
+    hi = np.nextafter(lo, np.float32(np.inf))
+    from fractions import Fraction
+    mid = (Fraction(float(lo)) + Fraction(float(hi))) / 2
+    if fr < mid:
+        return lo
+    if fr > mid:
+        return hi
+    return lo if (int(np.float32(lo).view(np.uint32)) & 1) == 0 else hi
+
+
+def grouped_matmul_float(x, weight, group_list, *, group_list_type=0, bias=None, fill=0):
+    """Plain bf16/fp16 under float_accum="exact": y = round_out(RN32(exact sum + bias)); small shapes only
+    (python fractions)."""
+    x = np.asarray(x)
+    weight = np.asarray(weight)
+    m_total, n = x.shape[0], weight.shape[-1]
+    out_t = ml_dtypes.bfloat16 if x.dtype == np.dtype(ml_dtypes.bfloat16) else np.float16
+    y = np.full((m_total, n), fill, out_t)
+    for g, r0, m in group_rows(group_list, group_list_type, weight.shape[0]):
+        if m <= 0:
+            continue
+        b = None if bias is None else np.asarray(bias)[g].astype(np.float64)
+        v = _exact_f32(x[r0:r0 + m].astype(np.float64), weight[g].astype(np.float64), b)
+        y[r0:r0 + m] = v.astype(out_t)
+    return y

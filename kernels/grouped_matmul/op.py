@@ -1,0 +1,26 @@
+"""GroupedMatmul (aclnnGroupedMatmulV4/V5/WeightNz, torch_npu npu_grouped_matmul): the declaration every front end
+reads (docs/ops/grouped_matmul.md)."""
+
+from npu_emu.frontend.registry import Op, TorchOp
+
+_API = "npu_emu.kernels.grouped_matmul.api"
+_TORCH = "npu_emu.kernels.grouped_matmul.torch_ops"
+
+_SCHEMA = ("npu_grouped_matmul(Tensor[] x, Tensor[] weight, *, Tensor[]? bias=None, Tensor[]? scale=None, "
+           "Tensor[]? offset=None, Tensor[]? antiquant_scale=None, Tensor[]? antiquant_offset=None, "
+           "Tensor[]? per_token_scale=None, Tensor? group_list=None, Tensor[]? activation_input=None, "
+           "Tensor[]? activation_quant_scale=None, Tensor[]? activation_quant_offset=None, int? split_item=0, "
+           "int? group_type=None, int? group_list_type=0, int? act_type=0, int[]? tuning_config=None, "
+           "int? output_dtype=None, int? x_dtype=None, int? weight_dtype=None, int? scale_dtype=None, "
+           "int? per_token_scale_dtype=None) -> Tensor[]")
+
+OP = Op(
+    name="grouped_matmul",
+    ops={"npu_grouped_matmul": f"{_API}:npu_grouped_matmul"},
+    aclnn={n: f"{_API}:{n}" for name in ("aclnnGroupedMatmulV4", "aclnnGroupedMatmulV5", "aclnnGroupedMatmulWeightNz")
+           for n in (name, name + "GetWorkspaceSize")},
+    torch=(TorchOp(_SCHEMA, f"{_TORCH}:npu_grouped_matmul", f"{_TORCH}:npu_grouped_matmul_fake"),),
+    golden="npu_emu.kernels.grouped_matmul.golden",
+    configs="npu_emu.kernels.grouped_matmul.configs:CONFIGS",
+    compile_seconds=60,
+)

@@ -1,0 +1,22 @@
+"""The compile configurations of SwiGlu (``npu-emu compile``, declared in op.py): one fused kernel per dtype."""
+
+import numpy as np
+
+from npu_emu.frontend.cases import bf16 as _bf16, collector, rng as _rng  # noqa: F401
+
+CONFIGS, config = collector()
+
+
+def _swiglu(dtype):
+    def build():
+        from npu_emu.ops import npu_swiglu
+
+        x = _rng().standard_normal((8, 64)).astype(_bf16() if dtype == "bfloat16" else dtype)
+        return lambda: npu_swiglu(x)
+
+    return build
+
+
+config("swiglu.bf16", "npu_swiglu on bfloat16 (fused kernel, swish table)")(_swiglu("bfloat16"))
+config("swiglu.f16", "npu_swiglu on float16 (fused kernel, swish table)")(_swiglu("float16"))
+config("swiglu.f32", "npu_swiglu on float32 (fused kernel)")(_swiglu(np.float32))

@@ -1,0 +1,214 @@
+"""vLLM-Ascend's own quantised linear layers on CPU tensors through npu-emu (docs/integrations/torch.md §8).
+
+Runs in a separate venv holding vllm-ascend 0.23.0, vllm 0.23.0 and npu-emu (tests/interop/make_vllm_client_venv.sh);
+tests/interop/test_vllm_client.py starts it and checks what it writes. Nothing of vLLM-Ascend is stubbed or
+patched: the emulated torch_npu is installed, then vllm_ascend's method classes are built under a real VllmConfig,
+their weights loaded with random quantised values, ``process_weights_after_loading`` and ``apply`` called as
+vLLM calls them. For each method the script also computes the same result with npu_emu.ops called directly on the
+same operands, and the exact product of the dequantised operands (float64), and saves all three.
+
+usage: python vllm_client_script.py OUT.npz [METHOD ...]
+"""
+
+import sys
+
+import numpy as np
+
+from npu_emu import torch_npu_shim
+
+torch_npu_shim.install(npu_device=True)      # torch.device("npu") parses: VllmConfig() asks for it
+
+import ml_dtypes  # noqa: E402
+import torch  # noqa: E402
+import torch_npu  # noqa: E402,F401  (npu-emu's)
+from vllm.config import VllmConfig, set_current_vllm_config  # noqa: E402
+
+import npu_emu.ops as ops  # noqa: E402
+import npu_emu.torch as emu_torch  # noqa: E402
+
+M, K, N = 8, 256, 64
+RNG = np.random.default_rng(40)
+
+
+def _layer(**params):
+    layer = torch.nn.Module()
+    for name, value in params.items():
+        setattr(layer, name, torch.nn.Parameter(value, requires_grad=False))
+    layer.params_dtype = torch.bfloat16
+    layer.prefix = "model.layers.0.mlp.down_proj"
+    return layer
+
+
+def _e8m0(shape, lo=118, hi=130):
+    return torch.from_numpy(RNG.integers(lo, hi, size=shape, dtype=np.uint8))
+
+
+def _x():
+    return torch.from_numpy((RNG.standard_normal((M, K)) * 2).astype(np.float32)).to(torch.bfloat16)
+
+
+def _np(t):
+    return t.detach().contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16) if t.dtype == torch.bfloat16 \
+        else t.detach().contiguous().numpy()
+
+
+FP4 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])   # E2M1 codes (OCP MX v1.0)
+
+
+def _fp4_codes(packed):
+    """(…, k/2) bytes -> (…, k) E2M1 codes, even element in the low nibble."""
+    p = np.asarray(packed, np.uint8)
+    return np.stack((p & 0x0F, p >> 4), axis=-1).reshape(p.shape[:-1] + (2 * p.shape[-1],))
+
+
+def _fp8(codes):
+    return np.asarray(codes, np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+
+
+def _scaled(vals, e8m0, axis):
+    """values · 2^(code − 127), one code per 32 values along ``axis`` (float64, exact)."""
+    e = np.repeat(np.asarray(e8m0, np.uint8).astype(np.float64) - 127, 32, axis=axis)
+    return vals * np.exp2(e)
+
+
+def _u8(t):
+    return t.detach().contiguous().view(torch.uint8).numpy()
+
+
+def _mx_layer_direct(layer, xq, xs, **kw):
+    """npu_emu.ops.npu_quant_matmul on the layer's own operands, as the method passes them."""
+    return ops.npu_quant_matmul(xq, layer.weight, layer.weight_scale, pertoken_scale=xs,
+                                scale_dtype="float8_e8m0", pertoken_scale_dtype="float8_e8m0",
+                                output_dtype=torch.bfloat16, soc="ascend950pr", **kw)
+
+
+def w8a8_mxfp8():
+    from vllm_ascend.quantization.methods.w8a8_mxfp8 import AscendW8A8MXFP8DynamicLinearMethod
+
+    emu_torch.set_soc("ascend950pr")
+    method = AscendW8A8MXFP8DynamicLinearMethod()
+    w = torch.from_numpy((RNG.standard_normal((N, K)) * 100).astype(np.float32)).to(torch.float8_e4m3fn)
+    ws = _e8m0((N, K // 32))
+    layer = _layer(weight=w.clone(), weight_scale=ws.clone())
+    method.process_weights_after_loading(layer)
+    x = _x()
+    y = method.apply(layer, x)
+    xq, xs = ops.npu_dynamic_mx_quant(x, dst_type=torch.float8_e4m3fn, soc="ascend950pr")
+    direct = _mx_layer_direct(layer, xq, xs, group_sizes=[1, 1, 32])
+    a = _scaled(_fp8(_u8(xq)), _u8(xs).reshape(M, -1), 1)
+    b = _scaled(_fp8(_u8(w)), ws.numpy(), 1)
+    return y, direct, a @ b.T
+
+
+def w4a4_mxfp4():
+    from vllm_ascend.quantization.methods.w4a4_mxfp4 import AscendW4A4MXFP4DynamicLinearMethod
+
+    emu_torch.set_soc("ascend950pr")
+    method = AscendW4A4MXFP4DynamicLinearMethod()
+    w = torch.from_numpy(RNG.integers(0, 256, size=(N, K // 2), dtype=np.uint8))
+    ws = _e8m0((N, K // 32))
+    layer = _layer(weight=w.clone(), weight_scale=ws.clone())
+    method.process_weights_after_loading(layer)
+    x = _x()
+    y = method.apply(layer, x)
+    xq, xs = ops.npu_dynamic_mx_quant(x, dst_type=296, round_mode="round", soc="ascend950pr")
+    direct = _mx_layer_direct(layer, xq, xs, group_sizes=[1, 1, 32], x1_dtype="float4_e2m1",
+                              x2_dtype="float4_e2m1")
+    a = _scaled(FP4[_fp4_codes(_u8(xq))], _u8(xs).reshape(M, -1), 1)
+    b = _scaled(FP4[_fp4_codes(w.numpy())], ws.numpy(), 1)
+    return y, direct, a @ b.T
+
+
+def w4a8_mxfp():
+    from vllm_ascend.quantization.methods.w4a8_mxfp4 import AscendW4A8MXFPDynamicLinearMethod
+
+    emu_torch.set_soc("ascend950pr")
+    method = AscendW4A8MXFPDynamicLinearMethod()
+    w = torch.from_numpy(RNG.integers(0, 256, size=(N, K // 2), dtype=np.uint8))
+    ws = _e8m0((N, K // 32))
+    layer = _layer(weight=w.clone(), weight_scale=ws.clone())
+    method.process_weights_after_loading(layer)              # npu_format_cast(29) + transpose: the WeightNz path
+    assert torch_npu.get_npu_format(layer.weight) == 29
+    x = _x()
+    y = method.apply(layer, x)
+    xq, xs = ops.npu_dynamic_mx_quant(x, dst_type=torch.float8_e4m3fn, soc="ascend950pr")
+    # the weight as aclnnQuantMatmulWeightNz gets it from torch_npu: (n, k) in FRACTAL_NZ, transposeX2 = true
+    nz = ops.NzWeight.from_nd(np.ascontiguousarray(_fp4_codes(w.numpy())), "float4_e2m1", transposed=True)
+    direct = ops.npu_quant_matmul(xq, nz, layer.weight_scale, pertoken_scale=xs, scale_dtype="float8_e8m0",
+                                  pertoken_scale_dtype="float8_e8m0", output_dtype=torch.bfloat16,
+                                  group_sizes=[0, 0, 32], soc="ascend950pr")
+    a = _scaled(_fp8(_u8(xq)), _u8(xs).reshape(M, -1), 1)
+    b = _scaled(FP4[_fp4_codes(w.numpy())], ws.numpy(), 1)
+    return y, direct, a @ b.T
+
+
+def w8a8_static():
+    from vllm_ascend.ascend_config import get_ascend_config
+    from vllm_ascend.quantization.methods.w8a8_static import AscendW8A8LinearMethod
+    from vllm_ascend.utils import set_weight_prefetch_method
+
+    from npu_emu.torch.custom_ops import add_cpu_kernels
+
+    import vllm_ascend.ops.register_custom_ops  # noqa: F401  vllm::quantize & co. (PrivateUse1 only)
+
+    add_cpu_kernels("vllm", ["quantize"])                   # their Python kernels call torch_npu: run them on CPU
+    # W8A8's apply asks for vLLM-Ascend's weight-prefetch object, whose constructor reads the model's HF config to
+    # tell MoE models apart; there is no model here, so its cached answer is given (the one value set by hand)
+    import vllm_ascend.utils as va_utils
+
+    va_utils._IS_MOE_MODEL = False
+    set_weight_prefetch_method(get_ascend_config().weight_prefetch_config)
+    emu_torch.set_soc(None)                                 # the int8 path: the A2 (910B2)
+    method = AscendW8A8LinearMethod()
+    w = torch.from_numpy(RNG.integers(-127, 128, size=(N, K), dtype=np.int8))
+    in_scale = torch.tensor([0.02], dtype=torch.bfloat16)
+    in_offset = torch.tensor([3], dtype=torch.int8)
+    qbias = torch.from_numpy(RNG.integers(-2000, 2000, size=N, dtype=np.int32))
+    deq = torch.from_numpy((RNG.random(N) * 1e-3 + 1e-4).astype(np.float32))
+    layer = _layer(weight=w.clone(), input_scale=in_scale, input_offset=in_offset, quant_bias=qbias,
+                   deq_scale=deq, weight_scale=torch.ones(N, 1, dtype=torch.bfloat16),
+                   weight_offset=torch.zeros(N, 1, dtype=torch.bfloat16))
+    method.process_weights_after_loading(layer)
+    nz = torch_npu.get_npu_format(layer.weight) == 29
+    x = _x()
+    y = method.apply(layer, x)
+    from npu_emu.kernels.ascend_quant import api as aq
+
+    xq = aq.npu_quantize(x, layer.aclnn_input_scale_reciprocal, layer.aclnn_input_offset, 12, -1, False)
+    x2 = ops.NzWeight.from_nd(w.numpy().T.copy(), "int8") if nz else w.numpy().T.copy()
+    direct = ops.npu_quant_matmul(xq, x2, deq, bias=qbias, output_dtype=torch.bfloat16)
+    acc = xq.numpy().astype(np.float64) @ w.numpy().T.astype(np.float64) + qbias.numpy()
+    print("W8A8 weight format", 29 if nz else 2, flush=True)
+    return y, direct, acc * deq.numpy().astype(np.float64)
+
+
+METHODS = {"W8A8_MXFP8": w8a8_mxfp8, "W4A4_MXFP4": w4a4_mxfp4, "W4A8_MXFP": w4a8_mxfp, "W8A8": w8a8_static}
+
+
+def _bits16(t):
+    if isinstance(t, torch.Tensor):
+        return t.detach().contiguous().view(torch.int16).numpy().view(np.uint16)
+    return np.asarray(t).view(np.uint16)
+
+
+def main(argv):
+    out, names = argv[0], argv[1:] or list(METHODS)
+    from vllm_ascend.ascend_config import init_ascend_config
+    from vllm_ascend.quantization.modelslim_config import AscendModelSlimConfig
+
+    cfg = VllmConfig()
+    cfg.quant_config = AscendModelSlimConfig({"group_size": 32})
+    init_ascend_config(cfg)                 # what vLLM-Ascend's platform does when vLLM hands it the config
+    saved = {}
+    with set_current_vllm_config(cfg):
+        for name in names:
+            y, direct, exact = METHODS[name]()
+            saved[f"{name}.y"] = _bits16(y)
+            saved[f"{name}.direct"] = _bits16(direct)
+            saved[f"{name}.exact"] = np.asarray(exact, np.float64)
+            print(name, "done", flush=True)
+    np.savez(out, **saved)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

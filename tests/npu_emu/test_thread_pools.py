@@ -1,0 +1,193 @@
+"""The launch layer keeps small work off the thread pools, scoped to our call (docs/device/launch.md, "Host GEMMs and
+thread pools"): serial_below, launch's thread choice, single_blas_thread and host_matmul."""
+
+import threading
+
+import numba
+import numpy as np
+import pytest
+
+from npu_emu.device import jit_options as J
+from npu_emu.device import launch as L
+from npu_emu.kernels.example.kernel import add_one_access
+from npu_emu.kernels.example.tiling import add_one_tiling
+
+threadpoolctl = pytest.importorskip("threadpoolctl")
+
+needs_two = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs NUMBA_NUM_THREADS >= 2")
+LIMIT = 1 << 20
+
+
+@pytest.fixture(autouse=True)
+def fixed_threshold(monkeypatch):
+    """The threshold as on an idle box, whatever the load of the machine running the tests."""
+    monkeypatch.setattr(J, "parallel_min_bytes", lambda: LIMIT)
+
+
+def test_the_threshold_follows_the_load(monkeypatch):
+    monkeypatch.undo()
+    cores = J._cores()
+    for load, want in ((0.0, J.PARALLEL_MIN_BYTES), (cores + 0.9, J.PARALLEL_MIN_BYTES),
+                       (cores + 1.5, J.PARALLEL_MIN_BYTES_LOADED)):
+        monkeypatch.setattr(J.os, "getloadavg", lambda load=load: (load, load, load))
+        J._load["t"] = -1e9                               # forget the cached reading
+        assert J.parallel_min_bytes() == want
+    J._load["t"] = -1e9
+
+
+def _blas():
+    libs = threadpoolctl.ThreadpoolController().select(user_api="blas").lib_controllers
+    if not libs:
+        pytest.skip("threadpoolctl finds no BLAS library in this process")
+    return libs
+
+
+@needs_two
+@pytest.mark.parametrize("work,expect_serial", [(0, True), (LIMIT - 1, True), (LIMIT, False)])
+def test_serial_below_limits_this_call_only(work, expect_serial):
+    before = numba.get_num_threads()
+    seen = {}
+    with L.serial_below(work):
+        seen["inside"] = numba.get_num_threads()
+
+        def other():
+            seen["other thread"] = numba.get_num_threads()
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+    assert seen["inside"] == (1 if expect_serial else before)
+    assert seen["other thread"] == numba.config.NUMBA_NUM_THREADS   # numba's count is per thread
+    assert numba.get_num_threads() == before                        # restored
+
+
+@needs_two
+def test_serial_below_restores_on_error_and_keeps_a_users_own_limit():
+    numba.set_num_threads(1)
+    try:
+        with L.serial_below(0):
+            assert numba.get_num_threads() == 1
+        assert numba.get_num_threads() == 1
+    finally:
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    with pytest.raises(RuntimeError):
+        with L.serial_below(0):
+            raise RuntimeError("boom")
+    assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+
+
+def _recording_kernel(seen):
+    def kernel(block_dim, td, ub_size, *bufs):
+        seen.append(numba.get_num_threads())
+    return kernel
+
+
+@needs_two
+@pytest.mark.parametrize("n,work,threads", [
+    (1024, None, 1),                                   # 8 KiB of GM: the calling thread
+    (LIMIT // 8, None, None),                          # x and y of 1 MiB together: the pool
+    (1024, LIMIT, None),                               # an op's own measure of its work decides
+])
+def test_launch_chooses_the_threads_from_the_work(n, work, threads):
+    x = np.zeros(n, np.float32)
+    y = np.empty_like(x)
+    tr = add_one_tiling(n)
+    seen = []
+    L.launch(_recording_kernel(seen), tr.block_dim, tr.tiling, x, y, ub_size=tr.ub_size,
+             access=add_one_access(tr.tiling, tr.block_dim, n), validate=False, work=work)
+    assert seen == [threads or numba.config.NUMBA_NUM_THREADS]
+    assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+
+
+def test_single_blas_thread_is_scoped_nested_and_restored():
+    libs = _blas()
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        users = [lib.get_num_threads() for lib in libs]
+        with L.single_blas_thread():
+            assert [lib.get_num_threads() for lib in libs] == [1] * len(libs)
+            with L.single_blas_thread():
+                assert [lib.get_num_threads() for lib in libs] == [1] * len(libs)
+            assert [lib.get_num_threads() for lib in libs] == [1] * len(libs)   # the outer scope still holds
+        assert [lib.get_num_threads() for lib in libs] == users
+        with pytest.raises(ValueError):
+            with L.single_blas_thread():
+                raise ValueError("boom")
+        assert [lib.get_num_threads() for lib in libs] == users
+
+
+def test_single_blas_thread_leaves_other_threads_alone():
+    """OpenBLAS ignores set_num_threads from a thread other than the main one once the main thread has set a
+    count, so the scope acts in the main thread only: in another thread it changes nothing."""
+    libs = _blas()
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        users = [lib.get_num_threads() for lib in libs]
+        seen = []
+
+        def worker():
+            with L.single_blas_thread():
+                seen.append((L._blas_state["depth"], [lib.get_num_threads() for lib in libs]))
+
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+        assert seen == [(0, users)]
+        assert [lib.get_num_threads() for lib in libs] == users
+
+
+@pytest.mark.parametrize("shape_a,shape_b", [((3, 5), (5, 4)), ((2, 3, 5), (5, 4)), ((64, 128), (128, 64))])
+def test_host_matmul_is_np_matmul(shape_a, shape_b):
+    rng = np.random.default_rng(1)
+    a = rng.integers(-128, 128, shape_a).astype(np.float32)
+    b = rng.integers(-128, 128, shape_b).astype(np.float32)
+    want = np.matmul(a, b)
+    assert np.array_equal(L.host_matmul(a, b).view(np.uint32), want.view(np.uint32))
+    out = np.empty_like(want)
+    assert L.host_matmul(a, b, out=out) is out
+    assert np.array_equal(out.view(np.uint32), want.view(np.uint32))
+
+
+def test_host_matmul_keeps_blas_threads_only_for_large_gemms(monkeypatch):
+    libs = _blas()
+    seen = []
+    real = np.matmul
+
+    def spy(a, b, out=None):
+        seen.append([lib.get_num_threads() for lib in libs])
+        return real(a, b, out=out)
+
+    monkeypatch.setattr(L.np, "matmul", spy)
+    monkeypatch.setattr(L, "BLAS_THREADED_MACS", 16 * 16 * 16)
+    a = np.ones((16, 16), np.float32)
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        users = [lib.get_num_threads() for lib in libs]
+        L.host_matmul(a[:15], a)                      # 15*16*16 < 16^3: one thread
+        L.host_matmul(a, a)                           # at the threshold: BLAS's own threads
+    assert seen == [[1] * len(libs), users]
+
+
+def test_quant_matmul_small_call_uses_no_second_pool(monkeypatch):
+    """The issue's case, int8 64x128x64 K-C bf16: its GEMM runs with one BLAS thread (the exact int32 cube is numpy
+    only: float32 GEMMs and their exact sums, no numba loop between two GEMMs)."""
+    pytest.importorskip("ml_dtypes")
+    from npu_emu.kernels.quant_matmul.api import npu_quant_matmul
+
+    libs = _blas()
+    record = []
+    real_mm = np.matmul
+    real_launch_threads = L.serial_below
+
+    def mm(a, b, out=None):
+        record.append(("gemm", [lib.get_num_threads() for lib in libs]))
+        return real_mm(a, b, out=out)
+
+    monkeypatch.setattr(L.np, "matmul", mm)
+    rng = np.random.default_rng(0)
+    x1 = rng.integers(-128, 128, (64, 128), dtype=np.int8)
+    x2 = rng.integers(-128, 128, (128, 64), dtype=np.int8)
+    s = rng.uniform(0.0005, 0.005, 64).astype(np.float32)
+    p1 = rng.uniform(0.5, 2, 64).astype(np.float32)
+    y = npu_quant_matmul(x1, x2, s, pertoken_scale=p1, output_dtype="bfloat16")
+    assert y.shape == (64, 64)
+    assert ("gemm", [1] * len(libs)) in record
+    assert all(r[1] in (1, [1] * len(libs)) for r in record), record
+    assert real_launch_threads is L.serial_below
