@@ -18,6 +18,7 @@ from dual_cases import COMBOS, TORCH_CODE, random_x, special_x
 
 from npu_emu.kernels.dynamic_mx_quant_with_dual_axis import api, golden, launch
 from npu_emu.kernels.mx_quant import api as mx_api
+from npu_emu.kernels.mx_quant import common as mx_common
 from npu_emu.kernels.mx_quant import golden as mx_golden
 
 
@@ -96,7 +97,7 @@ def test_y2_fp32_multiply_is_invisible_for_fp8():
         p1, p2, r32 = launch.make_axis_params(x_dtype="bfloat16", y_dtype=dst, round_mode="rint", scale_alg=0,
                                               dst_type_max=0.0, signed_zero=True, ftz=False,
                                               fp4_nibble_order="low_first")
-        assert p2[mx_api.kernel.P_BF16_MUL] == 0 and p1[mx_api.kernel.P_BF16_MUL] == 1
+        assert p2[mx_common.P_BF16_MUL] == 0 and p1[mx_common.P_BF16_MUL] == 1
         y = api.npu_dynamic_mx_quant_with_dual_axis(x, dst_type=TORCH_CODE[dst])
         np.testing.assert_array_equal(_bits(y[2]), ref[2])
         two = mx_api.npu_dynamic_mx_quant(x, axis=-2, dst_type=TORCH_CODE[dst])
