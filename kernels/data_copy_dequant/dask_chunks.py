@@ -4,20 +4,7 @@ every chunk's call gives the bits of one whole call (docs/integrations/dask.md).
 import dask.array as da
 import numpy as np
 
-from npu_emu.dask.chunking import (  # noqa: F401
-    RechunkWarning,
-    _as_dask,
-    _bad,
-    _block_info,
-    _call,
-    _chunk_kwargs,
-    _fix_axis,
-    _multiple_rule,
-    _positive_int,
-    _shared,
-    _two_outputs,
-    _where,
-)
+from npu_emu.dask.chunking import _as_dask, _bad, _block_info, _call, _chunk_kwargs, _fix_axis, _shared, _where
 
 
 def data_copy_dequant(acc, deq_value, *, mode="DEQ8", rechunk=True, **kwargs):

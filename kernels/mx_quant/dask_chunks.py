@@ -3,8 +3,7 @@ every chunk's call gives the bits of one whole call (docs/integrations/dask.md).
 
 import numpy as np
 
-from npu_emu.dask.chunking import (  # noqa: F401
-    RechunkWarning,
+from npu_emu.dask.chunking import (
     _as_dask,
     _bad,
     _block_info,
@@ -12,8 +11,6 @@ from npu_emu.dask.chunking import (  # noqa: F401
     _chunk_kwargs,
     _fix_axis,
     _multiple_rule,
-    _positive_int,
-    _shared,
     _two_outputs,
     _where,
 )

@@ -6,20 +6,7 @@ import numpy as np
 
 from npu_emu.frontend.core import resolve_dtype
 
-from npu_emu.dask.chunking import (  # noqa: F401
-    RechunkWarning,
-    _as_dask,
-    _bad,
-    _block_info,
-    _call,
-    _chunk_kwargs,
-    _fix_axis,
-    _multiple_rule,
-    _positive_int,
-    _shared,
-    _two_outputs,
-    _where,
-)
+from npu_emu.dask.chunking import _as_dask, _bad, _block_info, _call, _chunk_kwargs, _fix_axis, _shared, _where
 
 
 def _np_dtype(name):

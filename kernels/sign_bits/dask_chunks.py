@@ -4,8 +4,7 @@ every chunk's call gives the bits of one whole call (docs/integrations/dask.md).
 import dask.array as da
 import numpy as np
 
-from npu_emu.dask.chunking import (  # noqa: F401
-    RechunkWarning,
+from npu_emu.dask.chunking import (
     _as_dask,
     _bad,
     _block_info,
@@ -14,8 +13,6 @@ from npu_emu.dask.chunking import (  # noqa: F401
     _fix_axis,
     _multiple_rule,
     _positive_int,
-    _shared,
-    _two_outputs,
     _where,
 )
 

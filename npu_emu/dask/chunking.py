@@ -11,10 +11,6 @@ import numpy as np
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 
-__all__ = ["RechunkWarning", "bad", "call", "chunk_kwargs", "block_info", "as_dask", "fix_axis", "multiple_rule",
-           "two_outputs", "shared", "positive_int", "where"]
-
-
 class RechunkWarning(UserWarning):
     """An input's chunks did not fit the op's split rule and were changed (the message says how)."""
 
@@ -172,6 +168,3 @@ def _shared(a):
     """A whole argument every chunk reads: one graph key (moved to each worker once)."""
     return None if a is None else dask.delayed(np.asarray(a) if not hasattr(a, "from_nd") else a, pure=True)
 
-
-bad, call, chunk_kwargs, block_info, as_dask, fix_axis = _bad, _call, _chunk_kwargs, _block_info, _as_dask, _fix_axis
-multiple_rule, two_outputs, shared, positive_int, where = _multiple_rule, _two_outputs, _shared, _positive_int, _where
