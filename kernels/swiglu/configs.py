@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from npu_emu.frontend.cases import bf16 as _bf16, collector, rng as _rng  # noqa: F401
+from npu_emu.frontend.cases import bf16 as _bf16, collector, rng as _rng
 
 CONFIGS, config = collector()
 
@@ -11,7 +11,8 @@ def _swiglu(dtype):
     def build():
         from npu_emu.ops import npu_swiglu
 
-        x = _rng().standard_normal((8, 64)).astype(_bf16() if dtype == "bfloat16" else dtype)
+        x = _rng().standard_normal((8, 64))
+        x = _bf16(x) if dtype == "bfloat16" else x.astype(dtype)
         return lambda: npu_swiglu(x)
 
     return build
