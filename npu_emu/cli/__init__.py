@@ -357,7 +357,12 @@ def _cmd_bench(a, commands):
             from npu_emu.cli.asv_dashboard import make_offline
 
             html = os.path.join(root, ".asv", "html")
-            left = make_offline(html, os.path.join(root, "benchmarks", "www", "vendor"))
+            vendor = os.path.join(root, "benchmarks", "www", "vendor")
+            if not (os.path.isdir(html) and os.path.isdir(vendor)):
+                # a checkout without the vendored scripts, or an asv that published elsewhere: nothing to rewrite
+                left = [f"its scripts ({html if not os.path.isdir(html) else vendor} is missing)"]
+            else:
+                left = make_offline(html, vendor)
             if left:
                 print(f"npu-emu: the dashboard still loads {', '.join(left)} from the network", file=sys.stderr)
             print(f"dashboard: {os.path.join(html, 'index.html')} (serve it with `asv preview`; no internet needed)")

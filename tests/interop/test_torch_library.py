@@ -83,7 +83,7 @@ def _same_bits(a, b):
 def test_registered_schemas_are_op_plugins(torch, nt):
     from npu_emu.torch.schemas import NPU_EMU_SCHEMAS, TORCH_NPU_SCHEMAS
 
-    assert nt.TORCH_NPU_OPS == tuple(TORCH_NPU_SCHEMAS) and len(nt.TORCH_NPU_OPS) == 8
+    assert nt.TORCH_NPU_OPS == tuple(TORCH_NPU_SCHEMAS) and len(nt.TORCH_NPU_OPS) == 14
     assert len(nt.OP_PLUGIN_VERSION) == 40 and nt.register() is nt.STATUS          # idempotent
     assert nt.STATUS == {name: "defined" for name in nt.TORCH_NPU_OPS}              # no torch_npu here
     for ns, schemas in (("npu", TORCH_NPU_SCHEMAS), ("npu_emu", NPU_EMU_SCHEMAS)):
