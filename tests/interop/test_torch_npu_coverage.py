@@ -123,7 +123,9 @@ def test_npu_device_opt_in(tmp_path):
         except (RuntimeError, NotImplementedError) as e:
             print("refused:", type(e).__name__)
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    # cwd outside the checkout: `python -c` puts it first on sys.path, where the source folder npu_emu/ (no kernels/
+    # under it) would shadow the installed package
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "refused" in out.stdout
 
