@@ -144,6 +144,12 @@ def _builtin():
 
     found = []
     spec = importlib.util.find_spec("npu_emu.kernels")        # the folder, without running its __init__
+    if spec is None:
+        import npu_emu
+
+        raise DeclarationError(f"npu_emu.kernels is not importable next to {npu_emu.__file__}: a source checkout's "
+                               f"npu_emu/ folder (which has no kernels/ under it) is shadowing the installed package; "
+                               f"run from another directory, or install the checkout (pip install -e .)")
     for folder in spec.submodule_search_locations:
         for name in sorted(os.listdir(folder)):
             path = os.path.join(folder, name, "op.py")
