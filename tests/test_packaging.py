@@ -71,9 +71,16 @@ def test_wheel_holds_every_module(wheel):
             want.add(pkg.replace(".", "/") + "/" + f.name)
     missing = sorted(want - names)
     assert not missing, f"{wheel.name} lacks modules {missing[:10]}"
-    # and nothing numba or git leaves in the tree
-    stray = sorted(n for n in names if n.endswith((".nbi", ".nbc", ".pyc")))
+    # and nothing numba or git leaves in the tree: numba's cache files belong only to the shipped-kernels bundle of a
+    # wheel built with NPU_EMU_BUILD_KERNELS=1 (npu_emu/_kernel_cache, with its manifest), never beside a module
+    bundle = "npu_emu/_kernel_cache/"
+    stray = sorted(n for n in names if n.endswith((".nbi", ".nbc", ".pyc")) and not n.startswith(bundle))
     assert not stray, f"{wheel.name} carries build leftovers {stray[:5]}"
+    shipped = [n for n in names if n.startswith(bundle)]
+    if shipped:
+        assert bundle + "manifest.json" in shipped, f"{wheel.name} has a kernels bundle without its manifest"
+        odd = sorted(n for n in shipped if not n.endswith((".nbi", ".nbc", ".json")))
+        assert not odd, f"{wheel.name}'s kernels bundle holds files other than numba's cache: {odd[:5]}"
 
 
 def test_wheel_holds_the_c_abi_sources(wheel):
