@@ -8,6 +8,7 @@ import numpy as np
 
 from npu_emu.ascendc.constants import DT_BF16, DT_FLOAT16, DT_INT4, DT_INT8
 from npu_emu.ascendc.transcendental import DIV_MODELS  # the div_model names every op shares
+from npu_emu.device.jit_options import serial_below
 from npu_emu.errors import AclnnError, ACLNN_ERR_PARAM_INVALID
 from npu_emu.kernels.dynamic_quant import kernel as _kernel_mod
 
@@ -48,6 +49,9 @@ def run(x_bits, x_dtype, smooth_bits, group, result, *, int4=False, asymmetric=F
     gr = (np.ascontiguousarray(group, np.int64).reshape(-1) if group is not None and len(group)
           else np.zeros(1, np.int64))
     off = offset if asymmetric else np.zeros(1, np.float32)
-    dev.dynamic_quant_kernel(x_bits.reshape(-1), sm, gr, y.reshape(-1), scale.reshape(-1), off.reshape(-1),
-                             td.to_numba(), np.int64(result.tiling_key), has_smooth, np.int64(div_model_code(div_model)))
+    # on the calling thread when the work is small or other processes hold the cores (npu_emu.device.launch)
+    with serial_below(x_bits.nbytes + y.nbytes):
+        dev.dynamic_quant_kernel(x_bits.reshape(-1), sm, gr, y.reshape(-1), scale.reshape(-1), off.reshape(-1),
+                                 td.to_numba(), np.int64(result.tiling_key), has_smooth,
+                                 np.int64(div_model_code(div_model)))
     return y, scale, offset

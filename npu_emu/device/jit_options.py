@@ -33,14 +33,17 @@ shipped_kernels.install()
 # --------------------------------------------------------------------------------------------------------------
 
 # Every parallel region wakes the pool's workers and waits for the last of them. With cores free that costs ~10 us;
-# on an oversubscribed box a woken worker waits for a time slice: median 22-31 ms per region measured on the 2-core
-# box at load 10-15 (the DEQ8 kernel at 1024x1024: 32 ms on the pool, 0.7 ms on the calling thread). So a region
-# that moves fewer bytes than the threshold below runs on the calling thread; the threshold is higher while the
-# box has more runnable tasks than cores (the 1-minute load average, read at most once a second).
+# when another process keeps a core busy, the woken worker waits for a time slice of that core: measured on the
+# 2-core box, a 1 MiB region took 16 ms on the pool against 0.22 ms on the calling thread with one other CPU-bound
+# process running, 24 ms with two (the same region: 0.2 ms either way on an idle box). So a region that moves fewer
+# bytes than the threshold below runs on the calling thread, and the threshold is higher while other processes keep
+# the cores our pool would need busy.
 PARALLEL_MIN_BYTES = 1 << 20            # cores free: ~0.1-1 ms of emulated work on one thread
-PARALLEL_MIN_BYTES_LOADED = 64 << 20    # load average > cores + 1: ~10-50 ms, against a time slice per region
+PARALLEL_MIN_BYTES_LOADED = 64 << 20    # cores taken by others: ~10-50 ms of work, against a time slice per region
+CONTENTION_WINDOW = 0.1                 # seconds: how often the machine's CPU use is read, at most
+CONTENTION_STALE = 3.0                  # seconds: an older reading says nothing about now
 
-_load = {"t": -1.0, "loaded": False}
+_load = {"t": -1.0, "loaded": False, "sample": None}
 _numba_thread_fns = []
 
 
@@ -51,18 +54,103 @@ def _cores():
         return os.cpu_count() or 1
 
 
+def _affinity():
+    try:
+        return os.sched_getaffinity(0)
+    except (AttributeError, OSError):
+        return None
+
+
+def _cpu_sample():
+    """(monotonic seconds, CPU-seconds the whole machine has been busy, CPU-seconds of this process), or None where
+    /proc/stat is not readable. This process's own threads (numba's pool, BLAS, the user's) are not contention."""
+    try:
+        mine = _affinity()
+        busy = 0
+        with open("/proc/stat", "rb") as f:
+            for line in f:
+                if not line.startswith(b"cpu"):
+                    break
+                name, *fields = line.split()
+                # the per-CPU lines of the cores this process may use (a container may see the host's others)
+                if name == b"cpu" or (mine is not None and int(name[3:]) not in mine):
+                    continue
+                ticks = [int(v) for v in fields[:8]]     # user nice system idle iowait irq softirq steal
+                busy += sum(ticks) - ticks[3] - ticks[4]
+        hz = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    t = os.times()
+    return time.monotonic(), busy / hz, t.user + t.system
+
+
+def _running_others():
+    """Tasks of other processes runnable right now (/proc/loadavg's running count less this process's running
+    threads), or None."""
+    try:
+        with open("/proc/loadavg") as f:
+            running = int(f.read().split()[3].split("/")[0])
+        if running <= 1:                                 # the calling thread alone
+            return 0
+        ours = 0
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+                    ours += f.read().rsplit(b")", 1)[1].split()[0] == b"R"
+            except OSError:                             # the thread ended meanwhile
+                pass
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, running - max(ours, 1))
+
+
+def others_busy_cores():
+    """How many cores other processes keep busy: the larger of (a) the machine's busy CPU time less this process's,
+    over the time since the previous reading (when that is at most :data:`CONTENTION_STALE` old) and (b) the tasks
+    of other processes runnable at this instant (a compile that starts between two readings). ``None`` off Linux."""
+    now = _cpu_sample()
+    if now is None:
+        return None
+    prev = _load["sample"]
+    _load["sample"] = now
+    instant = _running_others() or 0
+    if prev is None or now[0] - prev[0] > CONTENTION_STALE:
+        return instant
+    wall = now[0] - prev[0]
+    window = max(0.0, ((now[1] - prev[1]) - (now[2] - prev[2])) / wall) if wall > 0 else 0.0
+    return max(window, instant)
+
+
+def _contended(others, cores, threads):
+    """Whether the pool's workers would wait for cores other processes hold: fewer than ``threads`` cores free,
+    half a core of slack for sampling noise."""
+    return others is not None and cores - others < threads - 0.5
+
+
 def parallel_min_bytes():
     """The work (bytes moved) from which a parallel region runs on the pool: :data:`PARALLEL_MIN_BYTES`, or
-    :data:`PARALLEL_MIN_BYTES_LOADED` while the 1-minute load average exceeds the usable cores + 1 (our own
-    threads alone never get there)."""
+    :data:`PARALLEL_MIN_BYTES_LOADED` while other processes keep busy the cores the pool needs (read at most every
+    :data:`CONTENTION_WINDOW` seconds; off Linux, the 1-minute load average against the cores + 1)."""
     now = time.monotonic()
-    if now - _load["t"] > 1.0:
-        try:
-            _load["loaded"] = os.getloadavg()[0] > _cores() + 1
-        except (AttributeError, OSError):
-            _load["loaded"] = False
+    if now - _load["t"] > CONTENTION_WINDOW:
+        cores = _cores()
+        others = others_busy_cores()
+        if others is not None:
+            get = _numba_threads()[0]
+            threads = get() if get is not None else cores
+            _load["loaded"] = _contended(others, cores, min(threads, cores))
+        else:
+            try:
+                _load["loaded"] = os.getloadavg()[0] > cores + 1
+            except (AttributeError, OSError):
+                _load["loaded"] = False
         _load["t"] = now
     return PARALLEL_MIN_BYTES_LOADED if _load["loaded"] else PARALLEL_MIN_BYTES
+
+
+def is_contended():
+    """True while other processes hold the cores a thread pool would need (the reading parallel_min_bytes uses)."""
+    return parallel_min_bytes() != PARALLEL_MIN_BYTES
 
 
 def _numba_threads():

@@ -20,7 +20,7 @@ from numba.extending import overload
 
 from npu_emu.device import jit_options  # noqa: F401  (installs the numba cache lock before any njit below compiles)
 from npu_emu.device import memo
-from npu_emu.device.jit_options import PARALLEL_MIN_BYTES, parallel_min_bytes, serial_below
+from npu_emu.device.jit_options import PARALLEL_MIN_BYTES, is_contended, parallel_min_bytes, serial_below
 from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.device.tiling_data import TilingData
 from npu_emu.device.validate import MAX_BLOCK_DIM, AccessPattern, GmOverrun, ValidationReport, validate as validate_access
@@ -239,8 +239,11 @@ def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validat
 # --------------------------------------------------------------------------------------------------------------
 
 # A GEMM of at least this many multiply-adds keeps BLAS's own threads: their start-up and the spinning they leave
-# behind are then small against the GEMM they halve. Below it the GEMM runs on the calling thread only.
+# behind are then small against the GEMM they halve. Below it the GEMM runs on the calling thread only. While other
+# processes hold the cores (jit_options.is_contended), BLAS's workers wait for time slices as numba's do: only a GEMM
+# of 16 times as much work keeps them.
 BLAS_THREADED_MACS = 1 << 27
+BLAS_THREADED_MACS_LOADED = 1 << 31
 
 _blas_lock = threading.Lock()
 _blas_state = {"libs": None, "depth": 0, "saved": ()}
@@ -311,7 +314,8 @@ def host_matmul(a, b, out=None):
     batch = 1
     for d in np.broadcast_shapes(a.shape[:-2], b.shape[:-2]):
         batch *= d
-    if batch * m * k * n >= BLAS_THREADED_MACS:
+    macs = batch * m * k * n
+    if macs >= BLAS_THREADED_MACS and (macs >= BLAS_THREADED_MACS_LOADED or not is_contended()):
         return np.matmul(a, b, out=out)
     with single_blas_thread():
         return np.matmul(a, b, out=out)

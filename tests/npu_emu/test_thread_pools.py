@@ -24,15 +24,61 @@ def fixed_threshold(monkeypatch):
     monkeypatch.setattr(J, "parallel_min_bytes", lambda: LIMIT)
 
 
-def test_the_threshold_follows_the_load(monkeypatch):
+def _feed(monkeypatch, samples, running=0):
+    """Make the contention reading see ``samples`` ((wall, machine busy CPU-s, our CPU-s), one per reading)."""
+    it = iter(samples)
+    monkeypatch.setattr(J, "_cpu_sample", lambda: next(it))
+    monkeypatch.setattr(J, "_running_others", lambda: running)
+    J._load.update(t=-1e9, sample=None)
+
+
+def test_the_threshold_follows_other_processes(monkeypatch):
     monkeypatch.undo()
     cores = J._cores()
-    for load, want in ((0.0, J.PARALLEL_MIN_BYTES), (cores + 0.9, J.PARALLEL_MIN_BYTES),
-                       (cores + 1.5, J.PARALLEL_MIN_BYTES_LOADED)):
-        monkeypatch.setattr(J.os, "getloadavg", lambda load=load: (load, load, load))
-        J._load["t"] = -1e9                               # forget the cached reading
-        assert J.parallel_min_bytes() == want
+    threads = min(numba.get_num_threads(), cores)
+    if threads < 2:
+        pytest.skip("one core or one numba thread: the pool never waits for another core")
+    # first reading: nothing to compare with, so the tasks running at this instant decide
+    _feed(monkeypatch, [(0.0, 0.0, 0.0)], running=0)
+    assert J.parallel_min_bytes() == J.PARALLEL_MIN_BYTES
+    _feed(monkeypatch, [(0.0, 0.0, 0.0)], running=cores)
+    assert J.parallel_min_bytes() == J.PARALLEL_MIN_BYTES_LOADED
+    # then the machine's busy time less ours over the window: our own threads busy on every core are no contention,
+    # another process holding one core is
+    for ours, machine, want in ((cores * 1.0, cores * 1.0, J.PARALLEL_MIN_BYTES),
+                                (0.0, 1.0, J.PARALLEL_MIN_BYTES_LOADED),
+                                (1.0, 1.2, J.PARALLEL_MIN_BYTES)):
+        _feed(monkeypatch, [(0.0, 0.0, 0.0), (1.0, machine, ours)], running=0)
+        assert J.others_busy_cores() == 0                 # the first reading (running=0)
+        J._load["t"] = -1e9
+        assert J.parallel_min_bytes() == want, (ours, machine)
+    # a reading older than CONTENTION_STALE says nothing: the instant decides again
+    _feed(monkeypatch, [(0.0, 0.0, 0.0), (J.CONTENTION_STALE + 1, 0.0, 0.0)], running=cores)
+    J.others_busy_cores()
     J._load["t"] = -1e9
+    assert J.parallel_min_bytes() == J.PARALLEL_MIN_BYTES_LOADED
+    J._load.update(t=-1e9, sample=None)
+
+
+@pytest.mark.skipif(J._cpu_sample() is None, reason="no /proc/stat: the load average decides")
+def test_a_busy_process_is_seen():
+    """A real CPU-bound process next to us shows up as (about) one busy core; this process's own work does not."""
+    import subprocess
+    import sys
+    import time
+
+    J.others_busy_cores()
+    burner = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time()\nwhile time.time() - t < 3: pass"])
+    try:
+        time.sleep(0.3)
+        J.others_busy_cores()
+        time.sleep(0.8)
+        seen = J.others_busy_cores()
+    finally:
+        burner.kill()
+        burner.wait()
+    assert seen >= 0.5, seen
+    J._load.update(t=-1e9, sample=None)
 
 
 def _blas():
