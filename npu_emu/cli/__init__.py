@@ -302,6 +302,20 @@ def _demo_args(p):
                    help="numba threads (default: all, i.e. NUMBA_NUM_THREADS)")
     p.add_argument("--json", metavar="FILE", default=None, help="also write the table as JSON to FILE")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (e.g. in logs)")
+    p.add_argument("--compile-jobs", type=int, default=None, metavar="N",
+                   help="on a first run (kernels neither shipped in the wheel nor in numba's cache yet), compile "
+                        "them in N processes before running (default: the usable cores, at most 4; 1: compile "
+                        "as the cases run)")
+
+
+def _default_compile_jobs():
+    import os
+
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return min(4, cores)
 
 
 def _shape_override(text):
@@ -314,8 +328,11 @@ def _shape_override(text):
 def _run_demo(a, small):
     from npu_emu.cli import demo
 
+    jobs = a.compile_jobs if a.compile_jobs is not None else _default_compile_jobs()
+    if jobs < 1:
+        raise SystemExit(f"npu-emu: --compile-jobs {jobs} must be at least 1")
     return demo.main(small=small, only=a.only, shapes=dict(a.shape), repeat=a.repeat, threads=a.threads,
-                     json_path=a.json, progress=not a.no_progress)
+                     json_path=a.json, progress=not a.no_progress, compile_jobs=jobs)
 
 
 def _cmd_demo(a, commands):

@@ -116,6 +116,87 @@ def select(only=None):
     return keys
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# a cold first run: compile in parallel processes first
+# ---------------------------------------------------------------------------------------------------------------
+
+def _warm_group(keys):
+    """Run the cases ``keys`` once at their small shape (in a worker process): numba compiles their kernels and
+    writes them to its cache, from which the demo's own process then loads them. Errors are left to that run."""
+    t0 = time.perf_counter()
+    for key in keys:
+        b = BUILDERS[key]
+        try:
+            b.build(b.small, np.random.default_rng(0)).run()
+        except Exception:  # noqa: BLE001 (the demo's own run reports it, with the case's row)
+            pass
+    return keys, time.perf_counter() - t0
+
+
+def _warm_marker(keys):
+    """The file whose presence says that the kernels of ``keys`` were compiled into this numba cache by this
+    install's sources (a hash of the cache's place, the package's place and source times, numba and Python)."""
+    import hashlib
+    import os
+
+    import numba
+
+    import npu_emu
+    from npu_emu.cli.compile import cache_location
+
+    pkg = os.path.dirname(os.path.abspath(npu_emu.__file__))
+    newest = 0.0
+    for root, dirs, files in os.walk(pkg):
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", "_kernel_cache")]
+        newest = max([newest] + [os.stat(os.path.join(root, f)).st_mtime for f in files if f.endswith(".py")])
+    where = cache_location()[0]
+    h = hashlib.sha1(repr((where, pkg, newest, numba.__version__, sys.version_info[:2], sorted(keys))).encode())
+    from numba.misc.appdirs import AppDirs
+
+    return os.path.join(AppDirs(appname="npu-emu", appauthor=False).user_cache_dir, f"demo-compiled-{h.hexdigest()}")
+
+
+def warm_up(keys, jobs, progress=True, out=None):
+    """Before a cold run, compile the kernels of the demo cases ``keys`` in ``jobs`` processes (numba compiles on
+    one thread, so a single process leaves the other cores idle for most of a first run). Skipped when this install
+    ships its kernels compiled, when ``jobs`` < 2, and when a previous run already compiled them into this cache.
+    Returns the seconds spent (0.0 when skipped)."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
+    from npu_emu.device import shipped_kernels
+    from npu_emu.frontend import registry as reg
+
+    if jobs is None or jobs < 2 or shipped_kernels.why_not() is None:
+        return 0.0
+    marker = _warm_marker(keys)
+    if os.path.exists(marker):
+        return 0.0
+    # one task per op family group (cases of one family compile the same functions: one worker, not two at once)
+    owner = {c.key: op.schedule_group or op.name for c, op in reg.demo_cases()}
+    groups = {}
+    for key in keys:
+        groups.setdefault(owner.get(key, "codecs"), []).append(key)
+    tasks = sorted(groups.values(), key=len, reverse=True)
+    jobs = min(jobs, len(tasks))
+    out = out or sys.stderr
+    t0 = time.perf_counter()
+    if progress:
+        print(f"npu-emu demo: first run in this cache: compiling the kernels of {len(keys)} cases in {jobs} "
+              f"processes (once; later runs load them from numba's cache)", file=out, flush=True)
+    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+        futures = [pool.submit(_warm_group, t) for t in tasks]
+        for f in as_completed(futures):
+            done, secs = f.result()
+            if progress:
+                print(f"  compiled {', '.join(done)} ({secs:.0f} s)", file=out, flush=True)
+    os.makedirs(os.path.dirname(marker), exist_ok=True)
+    with open(marker, "w") as f:
+        f.write(" ".join(keys) + "\n")
+    return time.perf_counter() - t0
+
+
 def _best(fn, repeat):
     best, out = float("inf"), None
     for _ in range(max(1, repeat)):
@@ -156,8 +237,9 @@ def roofline_ratios(case, seconds, threads):
 
 
 def main(small=False, only=None, shapes=None, repeat=None, threads=None, json_path=None, progress=True,
-         out=None):
-    """Run the demo; returns the exit status (0: every case bit-exact, 1: a mismatch or an error)."""
+         out=None, compile_jobs=None):
+    """Run the demo; returns the exit status (0: every case bit-exact, 1: a mismatch or an error).
+    ``compile_jobs``: compile a cold run's kernels in that many processes first (:func:`warm_up`)."""
     import numba
     from tqdm import tqdm
 
@@ -176,6 +258,7 @@ def main(small=False, only=None, shapes=None, repeat=None, threads=None, json_pa
     keys = select(only)
     if repeat is None:
         repeat = 3 if small else 2
+    warm_up(keys, compile_jobs, progress)
     rows, notes, ok_all = [], [], True
     # tqdm's disable=None: a bar on a terminal only, none in logs and pipes
     bar = tqdm(keys, desc="npu-emu demo", unit="op", file=sys.stderr, disable=None if progress else True,

@@ -141,3 +141,35 @@ def test_jobs_schedule_keeps_each_family_and_the_mx_quantizers_in_one_worker():
     assert all(len(v) == 1 for v in where.values()), where
     # both MX kernels call the same cached njit functions (_fp32_rows, _convert, _column_blocks)
     assert where["dynamic_mx_quant"] == where["grouped_dynamic_mx_quant"]
+
+
+def test_demo_compiles_a_cold_run_in_parallel_processes(tmp_path, monkeypatch):
+    """npu-emu demo's first run compiles its cases' kernels in worker processes (one per op family group), leaves
+    a marker, and does not do it again; the demo's own process then loads what the workers cached."""
+    import os
+    import subprocess
+    import sys
+
+    keys = ["encode_float8_e4m3fn", "data_copy_deq8"]
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), XDG_CACHE_HOME=str(tmp_path / "xdg"),
+               NPU_EMU_SHIPPED_KERNELS="0")
+    code = ("import json, sys, time\n"
+            "from npu_emu.cli import demo\n"
+            "keys = sys.argv[1:]\n"
+            "first = demo.warm_up(keys, 2, progress=False)\n"
+            "again = demo.warm_up(keys, 2, progress=False)\n"
+            "from numba.core import event\n"
+            "with event.install_recorder('numba:compile') as rec:\n"
+            "    rc = demo.main(small=True, only=keys, progress=False, repeat=1)\n"
+            "ours = [e for _, e in rec.buffer if 'npu_emu' in getattr(getattr(e.data['dispatcher'], 'py_func', None), '__module__', '')]\n"
+            "print(json.dumps(dict(first=first, again=again, rc=rc, compiled=len(ours))))\n")
+    done = subprocess.run([sys.executable, "-c", code, *keys], env=env, capture_output=True, text=True,
+                          cwd=str(tmp_path), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    import json
+
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["first"] > 0 and got["again"] == 0.0, got
+    assert got["rc"] == 0
+    assert got["compiled"] == 0, f"the demo's own process compiled {got['compiled']} npu_emu functions after warm-up"
+    assert list((tmp_path / "xdg").rglob("demo-compiled-*")), "no marker written"
