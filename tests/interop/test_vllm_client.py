@@ -16,8 +16,7 @@ pytestmark = pytest.mark.vllm
 
 PYTHON = os.environ.get("NPU_EMU_VLLM_PYTHON")
 SCRIPT = Path(__file__).with_name("vllm_client_script.py")
-METHODS = ("W8A8_MXFP8", "W4A4_MXFP4", "W4A8_MXFP", "W8A8")
-PENDING = {"W8A8_DYNAMIC": "npu_dynamic_quant (kernels/dynamic_quant/, branch dynamic-quant) is not merged"}
+METHODS = ("W8A8_MXFP8", "W4A4_MXFP4", "W4A8_MXFP", "W8A8", "W8A8_DYNAMIC")
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +41,3 @@ def test_method_equals_npu_emu_and_exact_product(results, method):
     # bf16 output: one rounding of the fp32 result, at most 2^-8 relative (plus the fp32 sum's own rounding)
     got = _bf16(y)
     assert np.all(np.abs(got - exact) <= np.abs(exact) * 2.0 ** -8 + 1e-30 + np.abs(exact).max() * 2.0 ** -20)
-
-
-@pytest.mark.parametrize("method", sorted(PENDING))
-def test_pending(method):
-    pytest.skip(f"{method}: {PENDING[method]}")

@@ -182,7 +182,28 @@ def w8a8_static():
     return y, direct, acc * deq.numpy().astype(np.float64)
 
 
-METHODS = {"W8A8_MXFP8": w8a8_mxfp8, "W4A4_MXFP4": w4a4_mxfp4, "W4A8_MXFP": w4a8_mxfp, "W8A8": w8a8_static}
+def w8a8_dynamic():
+    from vllm_ascend.quantization.methods.w8a8_dynamic import AscendW8A8DynamicLinearMethod
+
+    emu_torch.set_soc(None)                                 # the int8 path: the A2 (910B2)
+    method = AscendW8A8DynamicLinearMethod()
+    w = torch.from_numpy(RNG.integers(-127, 128, size=(N, K), dtype=np.int8))
+    ws = torch.from_numpy((RNG.random((N, 1)) * 1e-2 + 1e-3).astype(np.float32)).to(torch.bfloat16)
+    layer = _layer(weight=w.clone(), weight_scale=ws.clone(), weight_offset=torch.zeros(N, 1, dtype=torch.bfloat16))
+    method.process_weights_after_loading(layer)             # transpose to (k, n), maybe_trans_nz, scale flattened
+    nz = torch_npu.get_npu_format(layer.weight) == 29
+    x = _x()
+    y = method.apply(layer, x)
+    xq, xs = ops.npu_dynamic_quant(x, dst_type=torch.int8)
+    x2 = ops.NzWeight.from_nd(w.numpy().T.copy(), "int8") if nz else w.numpy().T.copy()
+    direct = ops.npu_quant_matmul(xq, x2, ws.flatten(), pertoken_scale=xs, output_dtype=torch.bfloat16)
+    acc = xq.numpy().astype(np.float64) @ w.numpy().T.astype(np.float64)
+    print("W8A8_DYNAMIC weight format", 29 if nz else 2, flush=True)
+    return y, direct, acc * xs.numpy().astype(np.float64)[:, None] * _np(ws.flatten()).astype(np.float64)[None, :]
+
+
+METHODS = {"W8A8_MXFP8": w8a8_mxfp8, "W4A4_MXFP4": w4a4_mxfp4, "W4A8_MXFP": w4a8_mxfp, "W8A8": w8a8_static,
+           "W8A8_DYNAMIC": w8a8_dynamic}
 
 
 def _bits16(t):
