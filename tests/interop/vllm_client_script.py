@@ -21,7 +21,7 @@ torch_npu_shim.install(npu_device=True)      # torch.device("npu") parses: VllmC
 import ml_dtypes  # noqa: E402
 import torch  # noqa: E402
 import torch_npu  # noqa: E402,F401  (npu-emu's)
-from vllm.config import VllmConfig, set_current_vllm_config  # noqa: E402
+from vllm.config import VllmConfig, get_current_vllm_config, set_current_vllm_config  # noqa: E402
 
 import npu_emu.ops as ops  # noqa: E402
 import npu_emu.torch as emu_torch  # noqa: E402
@@ -202,8 +202,50 @@ def w8a8_dynamic():
     return y, direct, acc * xs.numpy().astype(np.float64)[:, None] * _np(ws.flatten()).astype(np.float64)[None, :]
 
 
+def w8a8_dynamic_moe_mlp():
+    """The W8A8_DYNAMIC MoE method's expert MLP: vllm_ascend.ops.fused_moe.moe_mlp.quant_apply_mlp as the method's
+    AllGather path calls it with ``ascend_fusion_config.fusion_ops_gmmswigluquant`` off (A2, single card): dynamic
+    quant -> npu_grouped_matmul (int8, per-token scale, bf16 out) -> npu_swiglu -> npu_dynamic_quant ->
+    npu_grouped_matmul. The routing around it (select_experts, token dispatch / combine) is not run: it needs ops
+    npu-emu lacks (docs/integrations/torch.md §8.2). Weights prepared as the method's process_weights_after_loading
+    does (transpose(1, 2), npu_format_cast to FRACTAL_NZ, scales (E, n), w13's in float32)."""
+    from vllm.forward_context import set_forward_context
+    from vllm_ascend.ops.fused_moe.moe_mlp import quant_apply_mlp
+
+    emu_torch.set_soc(None)
+    E, H, I = 4, K, 64                                      # experts, hidden, intermediate (per partition)
+    counts = np.array([3, 5, 0, 8])                         # tokens per expert (group_list_type 1: counts)
+    w13 = torch.from_numpy(RNG.integers(-127, 128, size=(E, 2 * I, H), dtype=np.int8))
+    w2 = torch.from_numpy(RNG.integers(-127, 128, size=(E, H, I), dtype=np.int8))
+    s13 = torch.from_numpy((RNG.random((E, 2 * I, 1)) * 1e-2 + 1e-3).astype(np.float32)).to(torch.bfloat16)
+    s2 = torch.from_numpy((RNG.random((E, H, 1)) * 1e-2 + 1e-3).astype(np.float32)).to(torch.bfloat16)
+    w1_k = torch_npu.npu_format_cast(w13.transpose(1, 2).contiguous(), 29)         # (E, H, 2I)
+    w2_k = torch_npu.npu_format_cast(w2.transpose(1, 2).contiguous(), 29)          # (E, I, H)
+    s13_fp32, s2_2d = s13.view(E, -1).to(torch.float32), s2.view(E, -1)
+    x = torch.from_numpy((RNG.standard_normal((int(counts.sum()), H)) * 2).astype(np.float32)).to(torch.bfloat16)
+    gl = torch.from_numpy(counts.astype(np.int64))
+    with set_forward_context(None, get_current_vllm_config()):       # x.clone(): the MLP frees its input
+        y, _ = quant_apply_mlp(x.clone(), [w1_k], [s13_fp32.clone()], [w2_k], [s2_2d], gl, 1, fusion=False,
+                            act_quant_type=torch.int8)          # (out, the event before gmm2)
+    gmm = dict(split_item=2, group_list_type=1, group_type=0, group_list=gl, output_dtype=torch.bfloat16)
+    xq, xs = ops.npu_dynamic_quant(x, dst_type=torch.int8)
+    w1_nd, w2_nd = w13.numpy().transpose(0, 2, 1).copy(), w2.numpy().transpose(0, 2, 1).copy()
+    h = ops.npu_grouped_matmul([xq], [w1_nd], scale=[s13_fp32.to(torch.bfloat16)], per_token_scale=[xs], **gmm)[0]
+    q2, qs2 = ops.npu_dynamic_quant(ops.npu_swiglu(h), dst_type=torch.int8)
+    direct = ops.npu_grouped_matmul([q2], [w2_nd], scale=[s2_2d], per_token_scale=[qs2], **gmm)[0]
+    # exact down-projection of the dequantised operands it is given (the int8 intermediate and its scales)
+    exact = np.zeros((x.shape[0], H))
+    ends = np.cumsum(counts)
+    for e in range(E):
+        r = slice(ends[e] - counts[e], ends[e])
+        acc = q2.numpy()[r].astype(np.float64) @ w2_nd[e].astype(np.float64)
+        exact[r] = acc * qs2.numpy()[r, None].astype(np.float64) * _np(s2_2d[e]).astype(np.float64)[None, :]
+    return y, direct, exact
+
+
 METHODS = {"W8A8_MXFP8": w8a8_mxfp8, "W4A4_MXFP4": w4a4_mxfp4, "W4A8_MXFP": w4a8_mxfp, "W8A8": w8a8_static,
-           "W8A8_DYNAMIC": w8a8_dynamic}
+           "W8A8_DYNAMIC": w8a8_dynamic,
+           "W8A8_DYNAMIC_MOE_MLP": w8a8_dynamic_moe_mlp}
 
 
 def _bits16(t):
