@@ -1,13 +1,15 @@
-"""vLLM-Ascend's own quantised linear layers on CPU tensors through npu-emu (docs/integrations/torch.md §8).
+"""vLLM-Ascend's own quantised linear layers and MoE expert MLP on CPU tensors through npu-emu (docs/integrations/
+torch.md §8).
 
 Runs in a separate venv holding vllm-ascend 0.23.0, vllm 0.23.0 and npu-emu (tests/interop/make_vllm_client_venv.sh);
 tests/interop/test_vllm_client.py starts it and checks what it writes. Nothing of vLLM-Ascend is stubbed or
 patched: the emulated torch_npu is installed, then vllm_ascend's method classes are built under a real VllmConfig,
 their weights loaded with random quantised values, ``process_weights_after_loading`` and ``apply`` called as
 vLLM calls them. For each method the script also computes the same result with npu_emu.ops called directly on the
-same operands, and the exact product of the dequantised operands (float64), and saves all three.
+same operands, and the exact product of the dequantised operands (float64), and saves all three. MOE_PROBE runs
+each stage of the W8A8_DYNAMIC MoE method and saves where each stops (§8.1).
 
-usage: python vllm_client_script.py OUT.npz [METHOD ...]
+usage: python vllm_client_script.py OUT.npz [METHOD ... | MOE_PROBE]
 """
 
 import sys
@@ -243,6 +245,65 @@ def w8a8_dynamic_moe_mlp():
     return y, direct, exact
 
 
+def moe_probe():
+    """Each stage of the W8A8_DYNAMIC MoE method's apply on one A2 card (AllGather), called through vLLM-Ascend's own
+    functions on CPU tensors: (stage, status, vllm_ascend file:line where it stops) in the order of
+    npu_emu.torch.coverage.MOE_W8A8_DYNAMIC_A2, which the test compares it with (docs/integrations/torch.md §8.1)."""
+    import traceback
+
+    from vllm.forward_context import set_forward_context
+    from vllm_ascend.device.device_op import DeviceOperator
+    from vllm_ascend.ops.fused_moe.experts_selector import select_experts
+    from vllm_ascend.ops.fused_moe.moe_mlp import quant_apply_mlp
+
+    from npu_emu.torch.coverage import MOE_W8A8_DYNAMIC_A2
+    from npu_emu.torch.runtime import NotEmulatedError
+
+    emu_torch.set_soc(None)
+    T, H, I, E, TOP = 8, K, 64, 4, 2
+    x = torch.from_numpy(RNG.standard_normal((T, H)).astype(np.float32)).to(torch.bfloat16)
+    logits = torch.from_numpy(RNG.standard_normal((T, E)).astype(np.float32)).to(torch.bfloat16)
+    ids = torch.from_numpy(RNG.integers(0, E, size=(T, TOP), dtype=np.int32))
+    w1 = torch_npu.npu_format_cast(torch.ones(E, H, 2 * I, dtype=torch.int8), 29)
+    w2 = torch_npu.npu_format_cast(torch.ones(E, I, H, dtype=torch.int8), 29)
+    s1, s2 = torch.full((E, 2 * I), 1e-3), torch.full((E, H), 1e-3).to(torch.bfloat16)
+    counts = torch.tensor([T * TOP - 3, 3, 0, 0], dtype=torch.int64)
+
+    def mlp(fusion):
+        with set_forward_context(None, get_current_vllm_config()):
+            return quant_apply_mlp(x.repeat(TOP, 1), [w1], [s1.clone()], [w2], [s2], counts, 1, fusion=fusion,
+                                   act_quant_type=torch.int8)
+
+    calls = {
+        "select_experts": lambda: select_experts(x, logits, TOP, False, True),
+        "dispatch": lambda: DeviceOperator.npu_moe_init_routing(
+            x, ids, active_num=T * TOP, expert_num=E, active_expert_range=[0, E], quant_mode=1),
+        "mlp, fused (default)": lambda: mlp(True),
+        "mlp, unfused": lambda: mlp(False),
+        "combine": lambda: DeviceOperator.npu_moe_token_unpermute(
+            torch.zeros(T * TOP, H, dtype=torch.bfloat16), torch.arange(T * TOP, dtype=torch.int32),
+            torch.ones(T, TOP, dtype=torch.bfloat16)),
+    }
+    done, rows = {}, []
+    for stage, _, _, _ in MOE_W8A8_DYNAMIC_A2:
+        key = next(k for k in calls if stage.startswith(k))
+        if key not in done:
+            try:
+                calls[key]()
+                done[key] = ("works", "")
+            except Exception as e:                          # noqa: BLE001  what stops it, and where
+                va = [f for f in traceback.extract_tb(e.__traceback__) if "/vllm_ascend/" in f.filename]
+                where = f"{va[-1].filename.split('/vllm_ascend/')[-1]}:{va[-1].lineno}" if va else "?"
+                if isinstance(e, NotEmulatedError):
+                    done[key] = ("not emulated", where)
+                elif isinstance(e, AttributeError) and "_C_ascend" in str(e):
+                    done[key] = ("missing (vLLM-Ascend op)", where)
+                else:
+                    done[key] = (f"error: {type(e).__name__}: {e}"[:300], where)
+        rows.append((stage,) + done[key])
+    return rows
+
+
 METHODS = {"W8A8_MXFP8": w8a8_mxfp8, "W4A4_MXFP4": w4a4_mxfp4, "W4A8_MXFP": w4a8_mxfp, "W8A8": w8a8_static,
            "W8A8_DYNAMIC": w8a8_dynamic,
            "W8A8_DYNAMIC_MOE_MLP": w8a8_dynamic_moe_mlp}
@@ -265,6 +326,12 @@ def main(argv):
     saved = {}
     with set_current_vllm_config(cfg):
         for name in names:
+            if name == "MOE_PROBE":
+                rows = moe_probe()
+                for i, field in enumerate(("stage", "status", "where")):
+                    saved[f"MOE_PROBE.{field}"] = np.array([r[i] for r in rows])
+                print(name, "done", flush=True)
+                continue
             y, direct, exact = METHODS[name]()
             saved[f"{name}.y"] = _bits16(y)
             saved[f"{name}.direct"] = _bits16(direct)
