@@ -1,5 +1,5 @@
-"""vLLM-Ascend's own quantised linear layers and MoE expert MLP on CPU tensors through npu-emu (docs/integrations/
-torch.md §8).
+"""vLLM-Ascend's own quantised linear layers and MoE expert MLP on CPU tensors through npu-emu
+(docs/integrations/torch.md §8).
 
 Runs in a separate venv holding vllm-ascend 0.23.0, vllm 0.23.0 and npu-emu (tests/interop/make_vllm_client_venv.sh);
 tests/interop/test_vllm_client.py starts it and checks what it writes. Nothing of vLLM-Ascend is stubbed or
@@ -7,7 +7,7 @@ patched: the emulated torch_npu is installed, then vllm_ascend's method classes 
 their weights loaded with random quantised values, ``process_weights_after_loading`` and ``apply`` called as
 vLLM calls them. For each method the script also computes the same result with npu_emu.ops called directly on the
 same operands, and the exact product of the dequantised operands (float64), and saves all three. MOE_PROBE runs
-each stage of the W8A8_DYNAMIC MoE method and saves where each stops (§8.1).
+each stage of the W8A8_DYNAMIC MoE method and saves where each stops (docs/integrations/torch.md §8.1).
 
 usage: python vllm_client_script.py OUT.npz [METHOD ... | MOE_PROBE]
 """
@@ -209,7 +209,7 @@ def w8a8_dynamic_moe_mlp():
     AllGather path calls it with ``ascend_fusion_config.fusion_ops_gmmswigluquant`` off (A2, single card): dynamic
     quant -> npu_grouped_matmul (int8, per-token scale, bf16 out) -> npu_swiglu -> npu_dynamic_quant ->
     npu_grouped_matmul. The routing around it (select_experts, token dispatch / combine) is not run: it needs ops
-    npu-emu lacks (docs/integrations/torch.md §8.2). Weights prepared as the method's process_weights_after_loading
+    npu-emu lacks (docs/integrations/torch.md §8.1). Weights prepared as the method's process_weights_after_loading
     does (transpose(1, 2), npu_format_cast to FRACTAL_NZ, scales (E, n), w13's in float32)."""
     from vllm.forward_context import set_forward_context
     from vllm_ascend.ops.fused_moe.moe_mlp import quant_apply_mlp
