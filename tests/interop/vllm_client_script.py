@@ -195,13 +195,15 @@ def w8a8_dynamic():
     method.process_weights_after_loading(layer)             # transpose to (k, n), maybe_trans_nz, scale flattened
     nz = torch_npu.get_npu_format(layer.weight) == 29
     x = _x()
-    y = method.apply(layer, x)
+    bias = torch.from_numpy((RNG.standard_normal(N) * 4).astype(np.float32)).to(torch.bfloat16)   # params_dtype
+    y = method.apply(layer, x, bias=bias)
     xq, xs = ops.npu_dynamic_quant(x, dst_type=torch.int8)
     x2 = ops.NzWeight.from_nd(w.numpy().T.copy(), "int8") if nz else w.numpy().T.copy()
-    direct = ops.npu_quant_matmul(xq, x2, ws.flatten(), pertoken_scale=xs, output_dtype=torch.bfloat16)
+    direct = ops.npu_quant_matmul(xq, x2, ws.flatten(), pertoken_scale=xs, bias=bias, output_dtype=torch.bfloat16)
     acc = xq.numpy().astype(np.float64) @ w.numpy().T.astype(np.float64)
     print("W8A8_DYNAMIC weight format", 29 if nz else 2, flush=True)
-    return y, direct, acc * xs.numpy().astype(np.float64)[:, None] * _np(ws.flatten()).astype(np.float64)[None, :]
+    deq = acc * xs.numpy().astype(np.float64)[:, None] * _np(ws.flatten()).astype(np.float64)[None, :]
+    return y, direct, deq + _np(bias).astype(np.float64)[None, :]
 
 
 def w8a8_dynamic_moe_mlp():
