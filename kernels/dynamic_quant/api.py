@@ -75,7 +75,7 @@ class _Plan:
 
 
 def _prepare(x, smooth, group, y_desc, scale_desc, offset_desc, *, symmetrical, quant_mode, soc, core_num, ub_size,
-             div_model, faithful, tiling, validate):
+             div_model, faithful, tiling, validate, force_key=None, dry=False):
     """Checks + tiling -> a plan that ``_execute`` runs. ``x``/``smooth``/``group``: numpy arrays or None."""
     xd, sd, gd = _desc(x, "x", None), _desc(smooth, "smooth_scales", None), _desc(group, "group_index", None)
     checks.check_params(xd, sd, gd, y_desc, scale_desc, offset_desc, symmetrical=symmetrical, quant_mode=quant_mode)
@@ -105,8 +105,10 @@ def _prepare(x, smooth, group, y_desc, scale_desc, offset_desc, *, symmetrical, 
         checks.check_group_values(group, p.rows)
     computed = tiling_mod.tiling(p.rows, p.L, x_dtype=p.x_dtype, has_smooth=smooth is not None,
                                  has_group=group is not None, group_num=group_num, y_int4=p.int4, asymmetric=p.asym,
-                                 soc=soc, core_num=core_num, ub_size=ub_size)
+                                 soc=soc, core_num=core_num, ub_size=ub_size, key=force_key)
     p.result = computed if tiling is None else tiling
+    if dry:
+        return p
     if validate or tiling is not None:
         tiling_mod.validate(p.result, p.rows, p.L, smooth is not None)
         if tiling is not None and (tiling.tiling_key in (7, 8)) != (group_num >= 1):
@@ -154,14 +156,10 @@ def _dst_kind(dst_type):
                f"torch.quint4x2 (code 16) for int4 packed in int32 (FP8/HiF8 destinations exist on Ascend 950 only)")
 
 
-def _torch_npu(input, smooth_scales, group_index, dst_type, quant_mode, dst_type_max, symmetrical, soc, core_num,
-               ub_size, div_model, faithful, tiling, validate):
-    origin = Origin()
-    x = as_array(input, "input", origin=origin)
+def _torch_prepare(x, sm, gr, dst_type, quant_mode, dst_type_max, symmetrical, soc, core_num, ub_size, div_model,
+                   faithful, tiling, validate, force_key=None, dry=False):
     if x.ndim <= 1:
         raise _bad(f"Input shape dim should be greater than 1, got {x.ndim}")
-    sm = None if smooth_scales is None else as_array(smooth_scales, "smooth_scales", origin=origin)
-    gr = None if group_index is None else as_array(group_index, "group_index", origin=origin)
     kind = _dst_kind(dst_type)
     if kind == "int32" and x.shape[-1] % 8:
         raise _bad(f"Input shape last dim must be divided by 8 when int4 quantization, got {x.shape[-1]}")
@@ -176,9 +174,38 @@ def _torch_npu(input, smooth_scales, group_index, dst_type, quant_mode, dst_type
         checks.check_soc_for_v3("aclnnDynamicQuantV4" if dtm != 0.0 else "aclnnDynamicQuantV3", _regbase(soc))
     lead = tuple(x.shape[:-1])
     y_shape = lead + (x.shape[-1] // 8,) if kind == "int32" else tuple(x.shape)
-    p = _prepare(x, sm, gr, (kind, y_shape), ("float32", lead), None if symmetrical else ("float32", lead),
-                 symmetrical=symmetrical, quant_mode="pertoken", soc=soc, core_num=core_num, ub_size=ub_size,
-                 div_model=div_model, faithful=faithful, tiling=tiling, validate=validate)
+    return _prepare(x, sm, gr, (kind, y_shape), ("float32", lead), None if symmetrical else ("float32", lead),
+                    symmetrical=symmetrical, quant_mode="pertoken", soc=soc, core_num=core_num, ub_size=ub_size,
+                    div_model=div_model, faithful=faithful, tiling=tiling, validate=validate, force_key=force_key,
+                    dry=dry)
+
+
+def torch_call_tiling(dtype, shape, *, smooth_scales=None, group_index=None, dst_type=None, quant_mode="pertoken",
+                      dst_type_max=0.0, symmetrical=True, soc=DEFAULT_SOC, core_num=None, ub_size=None,
+                      div_model="ieee", key=None):
+    """Every check of ``npu_dynamic_quant`` on an x of ``dtype`` / ``shape`` (no data read, nothing allocated)
+    -> the host tiling it would run (TilingResult; None for an empty x). ``key``: the tiling of this shape under
+    that tiling key (tiling.tiling's ``key``): how the Dask front end runs each chunk as its part of the whole call.
+    ``smooth_scales`` / ``group_index``: numpy arrays or None."""
+    x = np.broadcast_to(np.zeros((), dtype), tuple(shape))     # a view: no memory, no data
+    sm = None if smooth_scales is None else as_array(smooth_scales, "smooth_scales")
+    gr = None if group_index is None else as_array(group_index, "group_index")
+    p = _torch_prepare(x, sm, gr, dst_type, quant_mode, dst_type_max, symmetrical, soc, core_num, ub_size,
+                       div_model, False, None, True, force_key=key, dry=True)
+    return p.result
+
+
+def _torch_npu(input, smooth_scales, group_index, dst_type, quant_mode, dst_type_max, symmetrical, soc, core_num,
+               ub_size, div_model, faithful, tiling, validate):
+    origin = Origin()
+    x = as_array(input, "input", origin=origin)
+    if x.ndim <= 1:
+        raise _bad(f"Input shape dim should be greater than 1, got {x.ndim}")
+    sm = None if smooth_scales is None else as_array(smooth_scales, "smooth_scales", origin=origin)
+    gr = None if group_index is None else as_array(group_index, "group_index", origin=origin)
+    p = _torch_prepare(x, sm, gr, dst_type, quant_mode, dst_type_max, symmetrical, soc, core_num, ub_size,
+                       div_model, faithful, tiling, validate)
+    lead = tuple(x.shape[:-1])
     yb, scale, offset = _execute(p)
     y = to_user(_y_user(yb, p), origin)
     s = to_user(scale.reshape(lead), origin)
