@@ -129,6 +129,21 @@ def _execute(p):
                       div_model=p.div_model, faithful=p.faithful)
 
 
+def _ml_int4():
+    import ml_dtypes
+
+    return ml_dtypes.int4
+
+
+def unpack_int4(packed):
+    """Packed int4 bytes (element 2i in the low nibble) -> the int8 codes in [-8, 7], flat."""
+    b = np.asarray(packed, np.uint8).reshape(-1)
+    codes = np.empty(b.size * 2, np.int8)
+    codes[0::2] = ((b & np.uint8(0xF)) ^ np.uint8(8)).astype(np.int8) - np.int8(8)
+    codes[1::2] = ((b >> np.uint8(4)) ^ np.uint8(8)).astype(np.int8) - np.int8(8)
+    return codes
+
+
 def _y_user(ybytes, p):
     if p.int4:
         return ybytes.reshape(-1).view(np.int32).reshape(p.shape[:-1] + (p.L // 8,)) if p.L % 8 == 0 \
@@ -254,7 +269,12 @@ def _build(op, x, smooth, group, y_out, scale_out, offset_out, *, symmetrical, q
 
     def run():
         yb, scale, offset = _execute(p)
-        ysrc = yb.reshape(-1).view(np.int32) if p.y_int32 else yb.reshape(-1).view(np.int8)
+        if p.y_int32:
+            ysrc = yb.reshape(-1).view(np.int32)
+        elif p.int4:                       # a DT_INT4 yOut of x's shape (ml_dtypes.int4: one code per byte)
+            ysrc = unpack_int4(yb).astype(_ml_int4())
+        else:
+            ysrc = yb.reshape(-1).view(np.int8)
         write_out(y_out, ysrc, "yOut")
         write_out(scale_out, scale, "scaleOut")
         if offset_out is not None:
