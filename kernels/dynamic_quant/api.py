@@ -74,14 +74,25 @@ class _Plan:
     pass
 
 
+def not_emulated_950(api, soc, *, quant_mode="pertoken", y="int8", dst_type_max=0.0, symmetrical=True):
+    """AclnnError 561000 naming what an Ascend 950 call asks for: there every DynamicQuant version runs
+    DynamicQuantV2's arch35 (regbase) kernels (aclnn_dynamic_quant.cpp: IsRegbase), not emulated yet."""
+    return AclnnError(ACLNN_ERR_INNER, (
+        f"{api} on soc {soc!r}: Ascend 950 runs every DynamicQuant version on DynamicQuantV2's arch35 (regbase) "
+        f"kernels, which are not emulated yet; this call asks for quant_mode={quant_mode!r}, y {y}, "
+        f"dst_type_max={dst_type_max}, isSymmetrical={symmetrical}. Not emulated on 950: quant_mode pertoken / "
+        f"pertensor / perchannel, y int8 / int4 / int32 (packed int4) / hifloat8 / float8_e5m2 / float8_e4m3fn, "
+        f"dst_type_max. Emulated: soc='ascend910b2' (Atlas A2/A3), pertoken, int8 / int4, symmetric or not"))
+
+
 def _prepare(x, smooth, group, y_desc, scale_desc, offset_desc, *, symmetrical, quant_mode, soc, core_num, ub_size,
              div_model, faithful, tiling, validate, force_key=None, dry=False):
     """Checks + tiling -> a plan that ``_execute`` runs. ``x``/``smooth``/``group``: numpy arrays or None."""
     xd, sd, gd = _desc(x, "x", None), _desc(smooth, "smooth_scales", None), _desc(group, "group_index", None)
     checks.check_params(xd, sd, gd, y_desc, scale_desc, offset_desc, symmetrical=symmetrical, quant_mode=quant_mode)
     if _regbase(soc):
-        raise AclnnError(ACLNN_ERR_INNER, f"soc {soc!r}: the Ascend 950 DynamicQuantV2 kernels (op_kernel/arch35) are "
-                                          f"not emulated; use an Atlas A2/A3 soc such as 'ascend910b2'")
+        raise not_emulated_950("DynamicQuant", soc, quant_mode=quant_mode, y=y_desc[0] if y_desc else None,
+                               symmetrical=symmetrical)
     launch.div_model_code(div_model)
     p = _Plan()
     p.int4 = y_desc[0] in ("int4", "int32")
@@ -175,6 +186,10 @@ def _torch_prepare(x, sm, gr, dst_type, quant_mode, dst_type_max, symmetrical, s
                    faithful, tiling, validate, force_key=None, dry=False):
     if x.ndim <= 1:
         raise _bad(f"Input shape dim should be greater than 1, got {x.ndim}")
+    if _regbase(soc):
+        raise not_emulated_950("npu_dynamic_quant" + ("" if symmetrical else "_asymmetric"), soc,
+                               quant_mode=quant_mode, y=f"dst_type {dst_type!r}", dst_type_max=dst_type_max,
+                               symmetrical=symmetrical)
     kind = _dst_kind(dst_type)
     if kind == "int32" and x.shape[-1] % 8:
         raise _bad(f"Input shape last dim must be divided by 8 when int4 quantization, got {x.shape[-1]}")
@@ -321,7 +336,8 @@ def aclnnDynamicQuantV3GetWorkspaceSize(x, smoothScalesOptional, groupIndexOptio
     """Ascend 950 only in the source: ACLNN_ERR_INNER on A2/A3; the 950 kernels are not emulated (561000)."""
     def build():
         checks.check_soc_for_v3("aclnnDynamicQuantV3", _regbase(soc))
-        raise AclnnError(ACLNN_ERR_INNER, "the Ascend 950 DynamicQuantV2 kernels (op_kernel/arch35) are not emulated")
+        raise not_emulated_950("aclnnDynamicQuantV3", soc, quant_mode=quantMode, y=f"dstType {dstType}",
+                               symmetrical=isSymmetrical)
     return get_workspace("aclnnDynamicQuantV3", build)
 
 
@@ -334,7 +350,8 @@ def aclnnDynamicQuantV4GetWorkspaceSize(x, smoothScalesOptional, groupIndexOptio
     """Ascend 950 only in the source: ACLNN_ERR_INNER on A2/A3; the 950 kernels are not emulated (561000)."""
     def build():
         checks.check_soc_for_v3("aclnnDynamicQuantV4", _regbase(soc))
-        raise AclnnError(ACLNN_ERR_INNER, "the Ascend 950 DynamicQuantV2 kernels (op_kernel/arch35) are not emulated")
+        raise not_emulated_950("aclnnDynamicQuantV4", soc, quant_mode=quantMode, y=f"dstType {dstType}",
+                               dst_type_max=dstTypeMax, symmetrical=isSymmetrical)
     return get_workspace("aclnnDynamicQuantV4", build)
 
 
