@@ -98,6 +98,15 @@ def test_group_index_rebased_per_chunk(client, keys_run):
     assert set(keys_run) == {7}
 
 
+def test_group_index_3d_splits_the_first_axis_only(client):
+    x = _x((3, 10, 256), 8, np.float16)
+    sm = (np.random.default_rng(9).random((3, 256)) + 0.5).astype(np.float16)
+    g = np.array([4, 17, 30], np.int32)
+    with pytest.warns(nd.RechunkWarning, match="consecutive rows"):
+        r = nd.dynamic_quant(da.from_array(x, chunks=(1, 5, 256)), smooth_scales=sm, group_index=g)
+    _same(client.compute(r, sync=True), ops.npu_dynamic_quant(x, smooth_scales=sm, group_index=g))
+
+
 def test_errors_name_the_whole_call_and_refuse_a_tiling():
     x = da.from_array(_x((8, 256), 7), chunks=(4, 256))
     with pytest.raises(AclnnError) as e:
