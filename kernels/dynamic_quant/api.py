@@ -74,14 +74,25 @@ class _Plan:
     pass
 
 
+def not_emulated_950(api, soc, *, quant_mode="pertoken", y="int8", dst_type_max=0.0, symmetrical=True):
+    """AclnnError 561000 naming what an Ascend 950 call asks for: there every DynamicQuant version runs
+    DynamicQuantV2's arch35 (regbase) kernels (aclnn_dynamic_quant.cpp: IsRegbase), not emulated yet."""
+    return AclnnError(ACLNN_ERR_INNER, (
+        f"{api} on soc {soc!r}: Ascend 950 runs every DynamicQuant version on DynamicQuantV2's arch35 (regbase) "
+        f"kernels, which are not emulated yet; this call asks for quant_mode={quant_mode!r}, y {y}, "
+        f"dst_type_max={dst_type_max}, isSymmetrical={symmetrical}. Not emulated on 950: quant_mode pertoken / "
+        f"pertensor / perchannel, y int8 / int4 / int32 (packed int4) / hifloat8 / float8_e5m2 / float8_e4m3fn, "
+        f"dst_type_max. Emulated: soc='ascend910b2' (Atlas A2/A3), pertoken, int8 / int4, symmetric or not"))
+
+
 def _prepare(x, smooth, group, y_desc, scale_desc, offset_desc, *, symmetrical, quant_mode, soc, core_num, ub_size,
-             div_model, faithful, tiling, validate):
+             div_model, faithful, tiling, validate, force_key=None, dry=False):
     """Checks + tiling -> a plan that ``_execute`` runs. ``x``/``smooth``/``group``: numpy arrays or None."""
     xd, sd, gd = _desc(x, "x", None), _desc(smooth, "smooth_scales", None), _desc(group, "group_index", None)
     checks.check_params(xd, sd, gd, y_desc, scale_desc, offset_desc, symmetrical=symmetrical, quant_mode=quant_mode)
     if _regbase(soc):
-        raise AclnnError(ACLNN_ERR_INNER, f"soc {soc!r}: the Ascend 950 DynamicQuantV2 kernels (op_kernel/arch35) are "
-                                          f"not emulated; use an Atlas A2/A3 soc such as 'ascend910b2'")
+        raise not_emulated_950("DynamicQuant", soc, quant_mode=quant_mode, y=y_desc[0] if y_desc else None,
+                               symmetrical=symmetrical)
     launch.div_model_code(div_model)
     p = _Plan()
     p.int4 = y_desc[0] in ("int4", "int32")
@@ -105,8 +116,10 @@ def _prepare(x, smooth, group, y_desc, scale_desc, offset_desc, *, symmetrical, 
         checks.check_group_values(group, p.rows)
     computed = tiling_mod.tiling(p.rows, p.L, x_dtype=p.x_dtype, has_smooth=smooth is not None,
                                  has_group=group is not None, group_num=group_num, y_int4=p.int4, asymmetric=p.asym,
-                                 soc=soc, core_num=core_num, ub_size=ub_size)
+                                 soc=soc, core_num=core_num, ub_size=ub_size, key=force_key)
     p.result = computed if tiling is None else tiling
+    if dry:
+        return p
     if validate or tiling is not None:
         tiling_mod.validate(p.result, p.rows, p.L, smooth is not None)
         if tiling is not None and (tiling.tiling_key in (7, 8)) != (group_num >= 1):
@@ -125,6 +138,21 @@ def _execute(p):
     sb = None if p.smooth is None else _bits(p.smooth)
     return launch.run(xb, p.x_dtype, sb, p.group, p.result, int4=p.int4, asymmetric=p.asym,
                       div_model=p.div_model, faithful=p.faithful)
+
+
+def _ml_int4():
+    import ml_dtypes
+
+    return ml_dtypes.int4
+
+
+def unpack_int4(packed):
+    """Packed int4 bytes (element 2i in the low nibble) -> the int8 codes in [-8, 7], flat."""
+    b = np.asarray(packed, np.uint8).reshape(-1)
+    codes = np.empty(b.size * 2, np.int8)
+    codes[0::2] = ((b & np.uint8(0xF)) ^ np.uint8(8)).astype(np.int8) - np.int8(8)
+    codes[1::2] = ((b >> np.uint8(4)) ^ np.uint8(8)).astype(np.int8) - np.int8(8)
+    return codes
 
 
 def _y_user(ybytes, p):
@@ -154,14 +182,14 @@ def _dst_kind(dst_type):
                f"torch.quint4x2 (code 16) for int4 packed in int32 (FP8/HiF8 destinations exist on Ascend 950 only)")
 
 
-def _torch_npu(input, smooth_scales, group_index, dst_type, quant_mode, dst_type_max, symmetrical, soc, core_num,
-               ub_size, div_model, faithful, tiling, validate):
-    origin = Origin()
-    x = as_array(input, "input", origin=origin)
+def _torch_prepare(x, sm, gr, dst_type, quant_mode, dst_type_max, symmetrical, soc, core_num, ub_size, div_model,
+                   faithful, tiling, validate, force_key=None, dry=False):
     if x.ndim <= 1:
         raise _bad(f"Input shape dim should be greater than 1, got {x.ndim}")
-    sm = None if smooth_scales is None else as_array(smooth_scales, "smooth_scales", origin=origin)
-    gr = None if group_index is None else as_array(group_index, "group_index", origin=origin)
+    if _regbase(soc):
+        raise not_emulated_950("npu_dynamic_quant" + ("" if symmetrical else "_asymmetric"), soc,
+                               quant_mode=quant_mode, y=f"dst_type {dst_type!r}", dst_type_max=dst_type_max,
+                               symmetrical=symmetrical)
     kind = _dst_kind(dst_type)
     if kind == "int32" and x.shape[-1] % 8:
         raise _bad(f"Input shape last dim must be divided by 8 when int4 quantization, got {x.shape[-1]}")
@@ -176,9 +204,38 @@ def _torch_npu(input, smooth_scales, group_index, dst_type, quant_mode, dst_type
         checks.check_soc_for_v3("aclnnDynamicQuantV4" if dtm != 0.0 else "aclnnDynamicQuantV3", _regbase(soc))
     lead = tuple(x.shape[:-1])
     y_shape = lead + (x.shape[-1] // 8,) if kind == "int32" else tuple(x.shape)
-    p = _prepare(x, sm, gr, (kind, y_shape), ("float32", lead), None if symmetrical else ("float32", lead),
-                 symmetrical=symmetrical, quant_mode="pertoken", soc=soc, core_num=core_num, ub_size=ub_size,
-                 div_model=div_model, faithful=faithful, tiling=tiling, validate=validate)
+    return _prepare(x, sm, gr, (kind, y_shape), ("float32", lead), None if symmetrical else ("float32", lead),
+                    symmetrical=symmetrical, quant_mode="pertoken", soc=soc, core_num=core_num, ub_size=ub_size,
+                    div_model=div_model, faithful=faithful, tiling=tiling, validate=validate, force_key=force_key,
+                    dry=dry)
+
+
+def torch_call_tiling(dtype, shape, *, smooth_scales=None, group_index=None, dst_type=None, quant_mode="pertoken",
+                      dst_type_max=0.0, symmetrical=True, soc=DEFAULT_SOC, core_num=None, ub_size=None,
+                      div_model="ieee", key=None):
+    """Every check of ``npu_dynamic_quant`` on an x of ``dtype`` / ``shape`` (no data read, nothing allocated)
+    -> the host tiling it would run (TilingResult; None for an empty x). ``key``: the tiling of this shape under
+    that tiling key (tiling.tiling's ``key``): how the Dask front end runs each chunk as its part of the whole call.
+    ``smooth_scales`` / ``group_index``: numpy arrays or None."""
+    x = np.broadcast_to(np.zeros((), dtype), tuple(shape))     # a view: no memory, no data
+    sm = None if smooth_scales is None else as_array(smooth_scales, "smooth_scales")
+    gr = None if group_index is None else as_array(group_index, "group_index")
+    p = _torch_prepare(x, sm, gr, dst_type, quant_mode, dst_type_max, symmetrical, soc, core_num, ub_size,
+                       div_model, False, None, True, force_key=key, dry=True)
+    return p.result
+
+
+def _torch_npu(input, smooth_scales, group_index, dst_type, quant_mode, dst_type_max, symmetrical, soc, core_num,
+               ub_size, div_model, faithful, tiling, validate):
+    origin = Origin()
+    x = as_array(input, "input", origin=origin)
+    if x.ndim <= 1:
+        raise _bad(f"Input shape dim should be greater than 1, got {x.ndim}")
+    sm = None if smooth_scales is None else as_array(smooth_scales, "smooth_scales", origin=origin)
+    gr = None if group_index is None else as_array(group_index, "group_index", origin=origin)
+    p = _torch_prepare(x, sm, gr, dst_type, quant_mode, dst_type_max, symmetrical, soc, core_num, ub_size,
+                       div_model, faithful, tiling, validate)
+    lead = tuple(x.shape[:-1])
     yb, scale, offset = _execute(p)
     y = to_user(_y_user(yb, p), origin)
     s = to_user(scale.reshape(lead), origin)
@@ -227,7 +284,12 @@ def _build(op, x, smooth, group, y_out, scale_out, offset_out, *, symmetrical, q
 
     def run():
         yb, scale, offset = _execute(p)
-        ysrc = yb.reshape(-1).view(np.int32) if p.y_int32 else yb.reshape(-1).view(np.int8)
+        if p.y_int32:
+            ysrc = yb.reshape(-1).view(np.int32)
+        elif p.int4:                       # a DT_INT4 yOut of x's shape (ml_dtypes.int4: one code per byte)
+            ysrc = unpack_int4(yb).astype(_ml_int4())
+        else:
+            ysrc = yb.reshape(-1).view(np.int8)
         write_out(y_out, ysrc, "yOut")
         write_out(scale_out, scale, "scaleOut")
         if offset_out is not None:
@@ -274,7 +336,8 @@ def aclnnDynamicQuantV3GetWorkspaceSize(x, smoothScalesOptional, groupIndexOptio
     """Ascend 950 only in the source: ACLNN_ERR_INNER on A2/A3; the 950 kernels are not emulated (561000)."""
     def build():
         checks.check_soc_for_v3("aclnnDynamicQuantV3", _regbase(soc))
-        raise AclnnError(ACLNN_ERR_INNER, "the Ascend 950 DynamicQuantV2 kernels (op_kernel/arch35) are not emulated")
+        raise not_emulated_950("aclnnDynamicQuantV3", soc, quant_mode=quantMode, y=f"dstType {dstType}",
+                               symmetrical=isSymmetrical)
     return get_workspace("aclnnDynamicQuantV3", build)
 
 
@@ -287,7 +350,8 @@ def aclnnDynamicQuantV4GetWorkspaceSize(x, smoothScalesOptional, groupIndexOptio
     """Ascend 950 only in the source: ACLNN_ERR_INNER on A2/A3; the 950 kernels are not emulated (561000)."""
     def build():
         checks.check_soc_for_v3("aclnnDynamicQuantV4", _regbase(soc))
-        raise AclnnError(ACLNN_ERR_INNER, "the Ascend 950 DynamicQuantV2 kernels (op_kernel/arch35) are not emulated")
+        raise not_emulated_950("aclnnDynamicQuantV4", soc, quant_mode=quantMode, y=f"dstType {dstType}",
+                               dst_type_max=dstTypeMax, symmetrical=isSymmetrical)
     return get_workspace("aclnnDynamicQuantV4", build)
 
 

@@ -1,5 +1,6 @@
 """The compile configurations of DynamicQuant (``npu-emu compile``, declared in op.py): each a tiny call that makes
-numba compile one specialised copy of kernel.py (x format, output format, symmetry, path)."""
+numba compile one specialised copy of kernel.py (x format, output format, symmetry, smooth or not, chunked row walk
+or not, path)."""
 
 import numpy as np
 
@@ -8,12 +9,14 @@ from npu_emu.frontend.cases import bf16 as _bf16, collector, rng as _rng  # noqa
 CONFIGS, config = collector()
 
 
-def _call(fn, x_dtype="bfloat16", **kw):
+def _call(fn, x_dtype="bfloat16", n=256, smooth=False, **kw):
     def build():
         from npu_emu import ops
 
-        x = _rng().standard_normal((4, 256)).astype(np.float32)
+        x = _rng().standard_normal((4, n)).astype(np.float32)
         x = _bf16(x) if x_dtype == "bfloat16" else x.astype(np.float16)
+        if smooth:
+            kw["smooth_scales"] = x[0] * 0 + x.dtype.type(1.5)
         return lambda: getattr(ops, fn)(x, **kw)
 
     return build
@@ -26,3 +29,7 @@ config("dynamic_quant.int4_bf16", "npu_dynamic_quant bf16 -> int4 in int32 (fuse
     _call("npu_dynamic_quant", dst_type=16))
 config("dynamic_quant.asym_bf16", "npu_dynamic_quant_asymmetric bf16 -> int8 (fused)")(
     _call("npu_dynamic_quant_asymmetric"))
+config("dynamic_quant.int8_bf16_smooth", "npu_dynamic_quant bf16 -> int8 with smooth_scales (also the MoE keys 7)")(
+    _call("npu_dynamic_quant", smooth=True))
+config("dynamic_quant.int8_bf16_chunked", "npu_dynamic_quant bf16 -> int8, a row too long for UB (key 6 walk)")(
+    _call("npu_dynamic_quant", n=20000))

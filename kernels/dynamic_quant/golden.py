@@ -48,7 +48,8 @@ def dynamic_quant(x, smooth=None, group=None, *, int4=False, asymmetric=False, s
     """
     x = np.asarray(x, np.float32)
     rows = x.shape[0]
-    xs = x if smooth is None else (x * smooth_rows(rows, np.asarray(smooth, np.float32), group)).astype(F32)
+    with np.errstate(all="ignore"):
+        xs = x if smooth is None else (x * smooth_rows(rows, np.asarray(smooth, np.float32), group)).astype(F32)
     if int4:
         c, lo, hi, c_range, c_off = F32(7), -8, 7, F32(15), F32(7)
     else:

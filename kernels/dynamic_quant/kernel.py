@@ -24,8 +24,10 @@ NaN in a chunk before the last is dropped by the next chunk (as on the device's 
 the NaN. Half inputs without smooth take the Abs / ReduceMax in half on keys 2/3 and 100 (exact, the same value).
 
 Specialised through npu_emu.specialize: ``FAITHFUL`` (the instructions of npu_emu.ascendc on UB views, or the fused
-loops of row_quant), ``XDT`` (DT_BF16 / DT_FLOAT16), ``DST`` (DT_INT8 / DT_INT4) and ``ASYM`` are constants of
-each copy, so a call compiles one path. A plain import defines the functions and compiles nothing.
+loops of row_quant), ``XDT`` (DT_BF16 / DT_FLOAT16), ``DST`` (DT_INT8 / DT_INT4), ``ASYM``, ``SMOOTH`` (smooth_scales
+given) and ``CHUNKED`` (keys 6 / 8) are constants of each copy, so a call compiles one path: the bf16 int8 call
+without smooth compiles only the straight-from-bf16 row loop, not the float32 row buffers, the smooth / MoE walk
+or the chunked walk. A plain import defines the functions and compiles nothing.
 """
 
 import numpy as np
@@ -39,6 +41,8 @@ FAITHFUL = const("FAITHFUL", False)
 XDT = const("XDT", DT_BF16)
 DST = const("DST", DT_INT8)
 ASYM = const("ASYM", False)
+SMOOTH = const("SMOOTH", False)      # smooth_scales given (the has_smooth argument is then always this value)
+CHUNKED = const("CHUNKED", False)    # keys 6 / 8 (a row walked in chunks of innerLoopEle); else the 1-row keys
 
 C_SYM = np.float32(7.0) if DST == DT_INT4 else np.float32(127.0)
 C_RANGE = np.float32(15.0) if DST == DT_INT4 else np.float32(255.0)
@@ -49,9 +53,11 @@ MAX_FLOAT_VALUE = np.float32(3.4028235e38)
 _FN = dict(cache=True, error_model="numpy")
 
 
-def device(faithful, xdt, dst, asym):
-    """This module specialised for one path / input format / output format / symmetry."""
-    return load(__name__.split("[")[0], FAITHFUL=bool(faithful), XDT=int(xdt), DST=int(dst), ASYM=bool(asym))
+def device(faithful, xdt, dst, asym, smooth=False, chunked=False):
+    """This module specialised for one path / input format / output format / symmetry / smooth or not / row walk
+    (keys 6 and 8 walk a row in chunks, the other keys whole rows): a call compiles only its own walk."""
+    return load(__name__.split("[")[0], FAITHFUL=bool(faithful), XDT=int(xdt), DST=int(dst), ASYM=bool(asym),
+                SMOOTH=bool(smooth), CHUNKED=bool(chunked))
 
 
 @njit(**_FN)
@@ -140,19 +146,19 @@ def _smooth_index(group, group_num, real_row, gv, start):
 @njit(**_FN)
 def _row(x, y, scale, offset, r, L, buf, tmp, ti, tu, sm, has_smooth, scalar_div, recip, inter16, div_model):
     """One row of the 1-row-at-a-time keys (0/1, 2/3, 7, 10, 100)."""
-    if not FAITHFUL and not ASYM and XDT == DT_BF16 and DST == DT_INT8 and not has_smooth:
+    if not FAITHFUL and not ASYM and XDT == DT_BF16 and DST == DT_INT8 and not SMOOTH:
         m = rq.row_absmax_bf16(x, r * L, L)          # straight from the bf16 codes (no float32 row stored)
         q, s = _scale(m, scalar_div, recip, div_model)
         scale[r] = s
         rq.quant_row_sym_bf16(x, r * L, L, q, y, r * L)
         return
     if not FAITHFUL and not ASYM:
-        m = rq.load_row_absmax(buf, x, r * L, L, XDT, sm, has_smooth)
+        m = rq.load_row_absmax(buf, x, r * L, L, XDT, sm, SMOOTH)
         q, s = _scale(m, scalar_div, recip, div_model)
         scale[r] = s
         rq.quant_row_sym(buf, L, q, y, r * L, DST, ti)
         return
-    _load(buf, x, r * L, L, sm, has_smooth)
+    _load(buf, x, r * L, L, sm, SMOOTH)
     if ASYM:
         mx, mn = rq.row_minmax(buf, L, tmp)
         s, o, back = rq.asym_scale(mx, mn, C_RANGE, C_OFF)
@@ -180,7 +186,7 @@ def _row_chunked(x, y, scale, offset, r, L, td, buf, tmp, ti, tu, sm, has_smooth
     for c in range(nch):
         c0 = c * ele
         n = ele if c < td.innerLoopTimes else td.innerLoopTail
-        _load(buf, x, r * L + c0, n, sm[c0:], has_smooth)
+        _load(buf, x, r * L + c0, n, sm[c0:], SMOOTH)
         if ASYM:
             cmx, cmn = rq.row_minmax(buf, n, tmp)
             mxu = mxu if mxu > cmx else cmx
@@ -198,7 +204,7 @@ def _row_chunked(x, y, scale, offset, r, L, td, buf, tmp, ti, tu, sm, has_smooth
     for c in range(nch):
         c0 = c * ele
         n = ele if c < td.innerLoopTimes else td.innerLoopTail
-        _load(buf, x, r * L + c0, n, sm[c0:], has_smooth)
+        _load(buf, x, r * L + c0, n, sm[c0:], SMOOTH)
         if ASYM:
             _quant_asym(buf, n, back, o, y, r * L + c0, False, ti, tu)
         else:
@@ -212,15 +218,14 @@ def _core(b, x, smooth, group, y, scale, offset, td, key, has_smooth, div_model)
     if nrows <= 0:
         return
     scalar_div, recip, inter16 = _key_params(key)
-    chunked = key == 6 or key == 8
-    moe = key == 7 or key == 8
-    width = td.innerLoopEle if chunked else L
+    moe = key == 7 or key == 8                 # (groupNum >= 1 needs smooth_scales: only read when SMOOTH)
+    width = td.innerLoopEle if CHUNKED else L
     buf = np.empty(width + 16, np.float32)
     tmp = np.empty(width + 16, np.float32)
     ti = np.empty(width + 16, np.int32)
     tu = np.empty(width + 16, np.uint16)
     sm = np.zeros(L + 16, np.float32)
-    if has_smooth:
+    if SMOOTH:
         _cast_smooth(sm, smooth, 0, L)          # the first smooth row (MoE: group 0)
     sidx = 0
     gv = np.int64(0)
@@ -229,16 +234,18 @@ def _core(b, x, smooth, group, y, scale, offset, td, key, has_smooth, div_model)
     npass = loops + (1 if remain > 0 else 0)
     for p in range(npass):                      # the UB passes: loopCnt full ones, then remainRow
         rows_here = per if p < loops else remain
-        if moe:
-            gv = np.int64(group[sidx])          # Compute: groupValue = groupLocal.GetValue(smoothIndex)
+        if SMOOTH:
+            if moe:
+                gv = np.int64(group[sidx])      # Compute: groupValue = groupLocal.GetValue(smoothIndex)
         for i in range(rows_here):
             r = start + p * per + i
-            if moe:
-                real = np.int64(r + 1)
-                if gv < real:
-                    sidx, gv = _smooth_index(group, td.groupNum, real, gv, sidx + 1)
-                    _cast_smooth(sm, smooth, sidx * L, L)
-            if chunked:
+            if SMOOTH:
+                if moe:
+                    real = np.int64(r + 1)
+                    if gv < real:
+                        sidx, gv = _smooth_index(group, td.groupNum, real, gv, sidx + 1)
+                        _cast_smooth(sm, smooth, sidx * L, L)
+            if CHUNKED:
                 _row_chunked(x, y, scale, offset, r, L, td, buf, tmp, ti, tu, sm, has_smooth, div_model)
             else:
                 _row(x, y, scale, offset, r, L, buf, tmp, ti, tu, sm, has_smooth, scalar_div, recip, inter16,
@@ -250,7 +257,7 @@ def dynamic_quant_kernel(x, smooth, group, y, scale, offset, td, key, has_smooth
     """The dynamic_quant entry: every core b < coreNum runs its key's walk (x, smooth: uint16 bits; group: int64;
     y: uint8 (int8 bytes or packed int4); scale, offset: float32 [rows])."""
     for b in prange(td.coreNum):
-        _core(b, x, smooth, group, y, scale, offset, td, key, has_smooth, div_model)
+        _core(np.int64(b), x, smooth, group, y, scale, offset, td, key, has_smooth, div_model)   # (one type of b)
 
 
 _ = (DT_INT8,)

@@ -1,7 +1,8 @@
 """Host launch of the DynamicQuant kernels: tiling in, outputs allocated here (never inside njit), one kernel call.
 
-Compile cost: one specialised copy of kernel.py per (faithful, x format, output format, symmetry), see
-kernel.device; the tiling key and the switches are run-time arguments of that copy.
+Compile cost: one specialised copy of kernel.py per (faithful, x format, output format, symmetry, smooth or not,
+chunked row walk (keys 6/8) or not), see kernel.device; the tiling key and the other switches are run-time
+arguments of that copy.
 """
 
 import numpy as np
@@ -43,8 +44,9 @@ def run(x_bits, x_dtype, smooth_bits, group, result, *, int4=False, asymmetric=F
         offset = np.empty(rows, np.float32)
     if rows == 0 or L == 0:
         return y, scale, offset
-    dev = _kernel_mod.device(faithful, xdt, DT_INT4 if int4 else DT_INT8, asymmetric)
     has_smooth = smooth_bits is not None
+    dev = _kernel_mod.device(faithful, xdt, DT_INT4 if int4 else DT_INT8, asymmetric, has_smooth,
+                             int(result.tiling_key) in (6, 8))
     sm = np.ascontiguousarray(smooth_bits, np.uint16).reshape(-1) if has_smooth else np.zeros(1, np.uint16)
     gr = (np.ascontiguousarray(group, np.int64).reshape(-1) if group is not None and len(group)
           else np.zeros(1, np.int64))

@@ -4,6 +4,7 @@ from npu_emu.frontend.registry import CFunction, Op, TorchOp
 
 _API = "npu_emu.kernels.dynamic_quant.api"
 _TORCH = "npu_emu.kernels.dynamic_quant.torch_ops"
+_DASK = "npu_emu.kernels.dynamic_quant.dask_chunks"
 
 OP = Op(
     name="dynamic_quant",
@@ -29,6 +30,7 @@ OP = Op(
                   ("x:tensor", "smoothScalesOptional:tensor", "groupIndexOptional:tensor", "dstType:int64",
                    "yOut:out", "scaleOut:out", "offsetOut:out")),
     ),
+    dask={name: f"{_DASK}:{name}" for name in ("dynamic_quant", "dynamic_quant_asymmetric")},
     cli="npu_emu.kernels.dynamic_quant.cli",
     configs="npu_emu.kernels.dynamic_quant.configs:CONFIGS",
     demo="npu_emu.kernels.dynamic_quant.demo:CASES",

@@ -103,12 +103,30 @@ def multi_row_max_ub_len(ub_size, has_smooth):
 
 
 def tiling(rows, row_len, *, x_dtype="bfloat16", has_smooth=False, has_group=False, group_num=0, y_int4=False,
-           asymmetric=False, soc=DEFAULT_SOC, core_num=None, ub_size=None):
+           asymmetric=False, soc=DEFAULT_SOC, core_num=None, ub_size=None, key=None):
     """RunFusionKernelTiling for x [rows, row_len] (rows = the product of the leading dims) -> TilingResult.
 
     ``has_group``: a group_index is given; ``group_num``: its length (read only with smooth_scales, as op_host
     does). ``asymmetric``: DynamicQuantV2 with an offset output (GetComputeNodeOutputNum() == 3).
+
+    ``key`` (emulator-added): the tiling of this shape under a given key, the one a larger call picked (Dask by rows:
+    each chunk runs as its part of the whole call). Only the row count may differ from the call that picked it: the
+    rows condition of key 100 (4 <= rows <= 384) is not applied when ``key`` is 100, key 100 is not taken when
+    ``key`` is another; every other condition still holds, else AclnnError 161002 names the key.
     """
+    if key is not None and key not in KEYS:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"tiling key {key} is not one of {KEYS}")
+    res = _tiling(rows, row_len, x_dtype, has_smooth, has_group, group_num, y_int4, asymmetric, soc, core_num,
+                  ub_size, key)
+    if key is not None and res.tiling_key != key:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                         f"tiling key {key} cannot run x [{rows}, {row_len}] with these inputs (op_host picks key "
+                         f"{res.tiling_key} for them, and only key 100's row-count condition may be lifted)")
+    return res
+
+
+def _tiling(rows, row_len, x_dtype, has_smooth, has_group, group_num, y_int4, asymmetric, soc, core_num, ub_size,
+            force):
     plat = platform(soc, core_num, ub_size)
     vec = int(plat.GetCoreNumAiv())
     ub = int(plat.GetCoreMemSize("UB"))
@@ -130,7 +148,8 @@ def tiling(rows, row_len, *, x_dtype="bfloat16", has_smooth=False, has_group=Fal
                 hasSmooth=int(has_smooth), unused=0, ubSize=0)
 
     # SetSpecialTilingForDs (key 100)
-    if (not has_group and not y_int4 and not asymmetric and row_len in (4096, 5120, 10240) and 4 <= rows <= 384):
+    rows_ok = (4 <= rows <= 384) if force is None else (force == KEY_SINGLE_ROW and rows >= 1)
+    if (not has_group and not y_int4 and not asymmetric and row_len in (4096, 5120, 10240) and rows_ok):
         per_ub = min(MAX_ROW_LEN_SPECIAL // row_len, rows)
         row_loops = _ceil_div(rows, per_ub)
         tmp_r = _ceil_div(row_loops, vec)

@@ -207,8 +207,11 @@ _SRC_DECODERS = {
 _INT_TAGS = (DT_INT8, DT_UINT8, DT_INT16, DT_UINT16, DT_INT32, DT_UINT32, DT_INT64, DT_INT4)
 
 
-@overload(_src_f32, inline="always", prefer_literal=True)
+@overload(_src_f32, inline="never", prefer_literal=True)
 def _src_f32_ol(src, i, st, flags):
+    # inline="never": inlining this overload (whose decoders inline the multi-return codecs) into a caller's loop
+    # made numba's SSA pass warn "variable '..._call_9_2.1' is not in scope" (NumbaIRAssumptionWarning) at every
+    # call site of Cast from float16; LLVM still inlines the call (same speed, measured), the bits are the same.
     # A branch inside an inlined helper is not pruned for a literal argument of the caller (only for a global
     # constant), so the source format is chosen here, at typing time: one decoder per (dst, src) loop.
     tag = getattr(st, "literal_value", None)
