@@ -114,20 +114,34 @@ def _prepare(x, w, bias, scale, pt, gl, y_name, *, has_offset, has_antiquant, sp
     return args, mode, wnd, nz
 
 
-def _tiling(args, nz, soc, core_num):
+def _tiling(args, nz, soc, core_num, user=None, mode=None):
     s = tiling_mod.GmmShape(group_num=args.w_shape[0], m=args.x_shape[0], k=args.x_shape[1], n=args.w_shape[2],
                             x_dtype=args.x_dtype, w_dtype=args.w_dtype, y_dtype=args.y_dtype,
                             scale_dtype=args.scale_dtype, per_token=args.pt_dtype is not None,
                             has_bias=args.bias_dtype is not None, weight_nz=nz, group_type=args.group_type,
                             group_list_type=args.group_list_type, act_type=args.act_type,
                             tuning_config=args.tuning_config)
-    return memo.call(tiling_mod.grouped_matmul_tiling, s, soc=soc, core_num=core_num)
+    tr = memo.call(tiling_mod.grouped_matmul_tiling, s, soc=soc, core_num=core_num)
+    if user is not None:
+        tr = launch.user_tiling(user, tr, args, mode, nz)
+    return tr
 
 
-def _compute(args, mode, x, wnd, bias, scale, pt, gl, tr, y, float_accum):
-    """Write every group's rows of ``y`` (other rows untouched)."""
+def _plan(args, mode, gl, tr, validate):
+    """The group entries, and the launch's access pattern checked (561002) before anything is computed."""
     m_x, n = args.x_shape[0], args.w_shape[2]
     ent = launch.entries(gl, args.group_list_type, args.w_shape[0], m_x)
+    if mode == "quant" and args.y_dtype == "int32":
+        launch.check_int32(tr, ent, args, m_x, n, validate)
+    else:
+        launch.validate_launch(tr, ent, args, "acc_i" if mode == "quant" else "acc_f",
+                               launch.epilogue_decl(args, mode, ent), storage_dtype(args.y_dtype).itemsize, validate)
+    return ent
+
+
+def _compute(args, mode, x, wnd, bias, scale, pt, ent, tr, y, float_accum, validate=True):
+    """Write every group's rows of ``y`` (other rows untouched)."""
+    m_x, n = args.x_shape[0], args.w_shape[2]
     e = args.w_shape[0]
     empty_f = np.zeros((e, 0), np.float32)
     empty_i = np.zeros((e, 0), np.int32)
@@ -147,8 +161,8 @@ def _compute(args, mode, x, wnd, bias, scale, pt, gl, tr, y, float_accum):
         bias_i = bias if bias is not None and bias.dtype == np.int32 else empty_i
         bias_f = bias.astype(np.float32) if bias is not None and bias.dtype != np.int32 else empty_f
         ptv = np.zeros(0, np.float32) if pt is None else pt
-        launch.run_epilogue(tr, ent, n, acc, np.zeros(0, np.float32), s32, ptv, bias_i, bias_f,
-                            launch.OUT_CODES[args.y_dtype], y)
+        launch.run_epilogue(tr, ent, args, acc, np.zeros(0, np.float32), s32, ptv, bias_i, bias_f,
+                            launch.OUT_CODES[args.y_dtype], y, validate)
         return
     check_memory(4 * m_x * n, "GroupedMatmul fp32 workspace")
     acc = np.empty((m_x, n), np.float32)
@@ -158,8 +172,8 @@ def _compute(args, mode, x, wnd, bias, scale, pt, gl, tr, y, float_accum):
     bias32 = None if bias is None else bias.astype(np.float32)
     launch.float_cube(x64, w64, ent, acc, sig, float_accum, tr.tiling.mmTilingData.baseK, bias32,
                       x32=x.astype(np.float32), w32=wnd.astype(np.float32))
-    launch.run_epilogue(tr, ent, n, np.zeros(0, np.int32), acc, empty_f, np.zeros(0, np.float32), empty_i, empty_f,
-                        launch.OUT_CODES[args.y_dtype], y)
+    launch.run_epilogue(tr, ent, args, np.zeros(0, np.int32), acc, empty_f, np.zeros(0, np.float32), empty_i, empty_f,
+                        launch.OUT_CODES[args.y_dtype], y, validate)
 
 
 def _make_trace(tr, mode, args):
@@ -175,13 +189,15 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
                        activation_quant_offset=None, split_item=0, group_type=None, group_list_type=0, act_type=0,
                        tuning_config=None, output_dtype=None, x_dtype=None, weight_dtype=None, scale_dtype=None,
                        per_token_scale_dtype=None, soc=DEFAULT_SOC, core_num=None, float_accum="exact",
-                       trace=False):
+                       tiling=None, validate=True, trace=False):
     """torch_npu.npu_grouped_matmul: one matmul per expert group -> a list of one y (M, N).
 
     Implemented: the single-tensor split-M form (x (M, K), weight (E, K, N) or an NzWeight, split_item 2 / 3,
     group_type 0, group_list_type 0 / 1 / 2): A8W8 -> int32; A8W8 with scale (E, N) [+ per_token_scale (M,)]
     [+ bias (E, N) int32 or bfloat16] -> bfloat16 / float16; plain bfloat16 / float16 / float32 (+ bias).
-    Extra keywords: ``soc``, ``core_num``, ``float_accum`` (plain float modes), ``trace``.
+    Extra keywords: ``soc``, ``core_num``, ``float_accum`` (plain float modes), ``tiling`` (a GMMTilingData, a
+    dict of its fields or its packed bytes, in place of the host's; it runs on its coreNum cores), ``validate``
+    (check the walk's accesses and UB before anything runs; 561002 otherwise), ``trace``.
     """
     origin = Origin()
     xa = _one(x, "x", origin)
@@ -220,8 +236,9 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
     y = np.zeros((m_x, n), storage_dtype(y_name))
     tr = None
     if m_x and n and args.x_shape[1]:
-        tr = _tiling(args, nz, soc, core_num)
-        _compute(args, mode, xa, wnd, bias_a, scale_a, pt_a, gl, tr, y, float_accum)
+        tr = _tiling(args, nz, soc, core_num, tiling, mode)
+        ent = _plan(args, mode, gl, tr, validate)
+        _compute(args, mode, xa, wnd, bias_a, scale_a, pt_a, ent, tr, y, float_accum, validate)
     elif m_x and n:
         pass                                                     # K = 0: the cube adds nothing; y stays 0
     out = [to_user(y, origin)]
@@ -235,7 +252,8 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
 # --------------------------------------------------------------------------------------------------------------
 
 def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, group_list, act_in, act_qs, act_qo,
-               split_item, group_type, group_list_type, act_type, tuning, out, soc, core_num, float_accum):
+               split_item, group_type, group_list_type, act_type, tuning, out, soc, core_num, float_accum,
+               user_tiling=None, validate=True):
     def build():
         origin = Origin()
         for v, nm in ((act_in, "activationInputOptional"), (act_qs, "activationQuantScaleOptional"),
@@ -271,11 +289,12 @@ def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, grou
                                                       f"({m_x}, {n}), got {tuple(o_arr.shape)}.")
         if not (m_x and n and args.x_shape[1]):
             return Executor(op, lambda: None, 0)
-        tr = _tiling(args, nz, soc, core_num)
+        tr = _tiling(args, nz, soc, core_num, user_tiling, mode)
+        ent = _plan(args, mode, gl, tr, validate)
 
         def run():
             y = np.array(o_arr.view(storage_dtype(y_name)) if not is_torch_tensor(o) else o_arr, copy=True)
-            _compute(args, mode, xa, wnd, bias_a, scale_a, pt_a, gl, tr, y, float_accum)
+            _compute(args, mode, xa, wnd, bias_a, scale_a, pt_a, ent, tr, y, float_accum, validate)
             write_out(o, y)
 
         return Executor(op, run, tr.workspace_size)
@@ -295,12 +314,13 @@ def aclnnGroupedMatmulV4GetWorkspaceSize(x, weight, biasOptional, scaleOptional,
                                          groupListOptional, activationInputOptional, activationQuantScaleOptional,
                                          activationQuantOffsetOptional, splitItem, groupType, groupListType, actType,
                                          out, activationFeatureOutOptional=None, dynQuantScaleOutOptional=None, *,
-                                         soc=DEFAULT_SOC, core_num=None, float_accum="exact"):
+                                         soc=DEFAULT_SOC, core_num=None, float_accum="exact", tiling=None,
+                                         validate=True):
     """-> (status, workspace_size, executor)."""
     return _workspace("aclnnGroupedMatmulV4", x, weight, biasOptional, scaleOptional, offsetOptional,
                       antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional, groupListOptional,
                       activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional, splitItem,
-                      groupType, groupListType, actType, 0, out, soc, core_num, float_accum)
+                      groupType, groupListType, actType, 0, out, soc, core_num, float_accum, tiling, validate)
 
 
 def aclnnGroupedMatmulV4(workspace, workspace_size, executor, stream=None):
@@ -313,13 +333,13 @@ def aclnnGroupedMatmulV5GetWorkspaceSize(x, weight, biasOptional, scaleOptional,
                                          activationQuantOffsetOptional, splitItem, groupType, groupListType, actType,
                                          tuningConfigOptional, out, activationFeatureOutOptional=None,
                                          dynQuantScaleOutOptional=None, *, soc=DEFAULT_SOC, core_num=None,
-                                         float_accum="exact"):
+                                         float_accum="exact", tiling=None, validate=True):
     """-> (status, workspace_size, executor)."""
     return _workspace("aclnnGroupedMatmulV5", x, weight, biasOptional, scaleOptional, offsetOptional,
                       antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional, groupListOptional,
                       activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional, splitItem,
                       groupType, groupListType, actType, _tuning(tuningConfigOptional), out, soc, core_num,
-                      float_accum)
+                      float_accum, tiling, validate)
 
 
 def aclnnGroupedMatmulV5(workspace, workspace_size, executor, stream=None):
@@ -333,13 +353,13 @@ def aclnnGroupedMatmulWeightNzGetWorkspaceSize(x, weight, biasOptional, scaleOpt
                                                groupType, groupListType, actType, tuningConfigOptional,
                                                quantGroupSize, out, activationFeatureOutOptional=None,
                                                dynQuantScaleOutOptional=None, *, soc=DEFAULT_SOC, core_num=None,
-                                               float_accum="exact"):
+                                               float_accum="exact", tiling=None, validate=True):
     """-> (status, workspace_size, executor); weight: an NzWeight."""
     return _workspace("aclnnGroupedMatmulWeightNz", x, weight, biasOptional, scaleOptional, offsetOptional,
                       antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional, groupListOptional,
                       activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional, splitItem,
                       groupType, groupListType, actType, _tuning(tuningConfigOptional), out, soc, core_num,
-                      float_accum)
+                      float_accum, tiling, validate)
 
 
 def aclnnGroupedMatmulWeightNz(workspace, workspace_size, executor, stream=None):

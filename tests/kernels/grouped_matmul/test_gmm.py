@@ -191,7 +191,7 @@ def test_tiling_figures():
                         scale_dtype="bfloat16", per_token=True)
     td = tiling.grouped_matmul_tiling(s).tiling
     # (196352 - (256 * 2 + 128 * 4) * 2) // 28 // 2048 * 2048
-    assert td.gmmBaseParams.ubCalSize == 6144 and launch.vec_base_m(tiling.grouped_matmul_tiling(s)) == 24
+    assert td.gmmBaseParams.ubCalSize == 6144 and launch.vec_base_m(tiling.grouped_matmul_tiling(s).tiling) == 24
     # NZ weight with few tokens per expert: FindBestSingleNPertoken
     s = tiling.GmmShape(group_num=8, m=64, k=7168, n=2048, x_dtype="int8", w_dtype="int8", y_dtype="bfloat16",
                         scale_dtype="bfloat16", per_token=True, weight_nz=True)
