@@ -31,7 +31,7 @@ from npu_emu.frontend.core import (
     to_user,
     write_out,
 )
-from npu_emu.kernels.grouped_matmul import checks, forms, launch, tiling as tiling_mod
+from npu_emu.kernels.grouped_matmul import api_forms as forms, checks, launch, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import accum
 from npu_emu.kernels.quant_matmul.api import NzWeight
 
@@ -224,7 +224,7 @@ def _counts(n):
 
 
 def _build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw):
-    """The form of the call (forms.py) -> (subs, assemble, out_shapes): ``assemble(ys)`` gives the outputs from
+    """The form of the call (api_forms.py) -> (subs, assemble, out_shapes): ``assemble(ys)`` gives the outputs from
     the subs' ys, ``out_shapes`` the shape of every output."""
     forms.not_null(xs, ws)
     form = forms.form_of(len(xs), len(ws), n_y, split_item, group_type)
