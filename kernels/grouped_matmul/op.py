@@ -20,6 +20,9 @@ OP = Op(
     aclnn={n: f"{_API}:{n}" for name in ("aclnnGroupedMatmulV4", "aclnnGroupedMatmulV5", "aclnnGroupedMatmulWeightNz")
            for n in (name, name + "GetWorkspaceSize")},
     torch=(TorchOp(_SCHEMA, f"{_TORCH}:npu_grouped_matmul", f"{_TORCH}:npu_grouped_matmul_fake"),),
+    cli="npu_emu.kernels.grouped_matmul.cli",
+    demo="npu_emu.kernels.grouped_matmul.demo:CASES",
+    dask={"grouped_matmul": "npu_emu.kernels.grouped_matmul.dask_chunks:grouped_matmul"},
     golden="npu_emu.kernels.grouped_matmul.golden",
     configs="npu_emu.kernels.grouped_matmul.configs:CONFIGS",
     compile_seconds=60,
