@@ -1,7 +1,7 @@
 """GroupedMatmul (aclnnGroupedMatmulV4/V5/WeightNz, torch_npu npu_grouped_matmul): the declaration every front end
 reads (docs/ops/grouped_matmul.md)."""
 
-from npu_emu.frontend.registry import Op, TorchOp
+from npu_emu.frontend.registry import CFunction, Op, TorchOp
 
 _API = "npu_emu.kernels.grouped_matmul.api"
 _TORCH = "npu_emu.kernels.grouped_matmul.torch_ops"
@@ -14,6 +14,14 @@ _SCHEMA = ("npu_grouped_matmul(Tensor[] x, Tensor[] weight, *, Tensor[]? bias=No
            "int? output_dtype=None, int? x_dtype=None, int? weight_dtype=None, int? scale_dtype=None, "
            "int? per_token_scale_dtype=None) -> Tensor[]")
 
+# aclnnGroupedMatmulV4 (CANN's aclnn_grouped_matmul_v4.h order); V5 / WeightNz take an aclIntArray tuning config,
+# which the C bridge does not hand over yet
+_V4 = ("x:tlist", "weight:tlist:nz", "biasOptional:tlist", "scaleOptional:tlist", "offsetOptional:tlist",
+       "antiquantScaleOptional:tlist", "antiquantOffsetOptional:tlist", "perTokenScaleOptional:tlist",
+       "groupListOptional:tensor", "activationInputOptional:tlist", "activationQuantScaleOptional:tlist",
+       "activationQuantOffsetOptional:tlist", "splitItem:int64", "groupType:int64", "groupListType:int64",
+       "actType:int64", "out:tlistm", "activationFeatureOutOptional:tlistm", "dynQuantScaleOutOptional:tlistm")
+
 OP = Op(
     name="grouped_matmul",
     ops={"npu_grouped_matmul": f"{_API}:npu_grouped_matmul"},
@@ -23,6 +31,7 @@ OP = Op(
     cli="npu_emu.kernels.grouped_matmul.cli",
     demo="npu_emu.kernels.grouped_matmul.demo:CASES",
     dask={"grouped_matmul": "npu_emu.kernels.grouped_matmul.dask_chunks:grouped_matmul"},
+    cabi=(CFunction("aclnnGroupedMatmulV4", "aclnn_grouped_matmul_v4.h", _V4),),
     golden="npu_emu.kernels.grouped_matmul.golden",
     configs="npu_emu.kernels.grouped_matmul.configs:CONFIGS",
     compile_seconds=60,
