@@ -55,7 +55,7 @@ def int_cube(x, weight_nd, ent, acc):
     for g in range(w_idx.size):
         if m[g] > 0:
             r0 = int(row[g])
-            acc[r0:r0 + int(m[g])] = accum.int_matmul(x[r0:r0 + int(m[g])], weight_nd[int(w_idx[g])])
+            accum.int_matmul(x[r0:r0 + int(m[g])], weight_nd[int(w_idx[g])], out=acc[r0:r0 + int(m[g])])
 
 
 def float_cube(x64, weight64, ent, acc, sig, float_accum, base_k, bias, x32=None, w32=None):
