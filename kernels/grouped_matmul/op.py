@@ -14,8 +14,7 @@ _SCHEMA = ("npu_grouped_matmul(Tensor[] x, Tensor[] weight, *, Tensor[]? bias=No
            "int? output_dtype=None, int? x_dtype=None, int? weight_dtype=None, int? scale_dtype=None, "
            "int? per_token_scale_dtype=None) -> Tensor[]")
 
-# aclnnGroupedMatmulV4 (CANN's aclnn_grouped_matmul_v4.h order); V5 / WeightNz take an aclIntArray tuning config,
-# which the C bridge does not hand over yet
+# aclnnGroupedMatmulV4 / V5 / WeightNz in CANN's header order (V5 adds the tuning config, WeightNz also quantGroupSize)
 _V4 = ("x:tlist", "weight:tlist:nz", "biasOptional:tlist", "scaleOptional:tlist", "offsetOptional:tlist",
        "antiquantScaleOptional:tlist", "antiquantOffsetOptional:tlist", "perTokenScaleOptional:tlist",
        "groupListOptional:tensor", "activationInputOptional:tlist", "activationQuantScaleOptional:tlist",
@@ -31,7 +30,11 @@ OP = Op(
     cli="npu_emu.kernels.grouped_matmul.cli",
     demo="npu_emu.kernels.grouped_matmul.demo:CASES",
     dask={"grouped_matmul": "npu_emu.kernels.grouped_matmul.dask_chunks:grouped_matmul"},
-    cabi=(CFunction("aclnnGroupedMatmulV4", "aclnn_grouped_matmul_v4.h", _V4),),
+    cabi=(CFunction("aclnnGroupedMatmulV4", "aclnn_grouped_matmul_v4.h", _V4),
+          CFunction("aclnnGroupedMatmulV5", "aclnn_grouped_matmul_v5.h",
+                    _V4[:16] + ("tuningConfigOptional:intarray",) + _V4[16:]),
+          CFunction("aclnnGroupedMatmulWeightNz", "aclnn_grouped_matmul_weight_nz.h",
+                    _V4[:16] + ("tuningConfigOptional:intarray", "quantGroupSize:int64") + _V4[16:])),
     golden="npu_emu.kernels.grouped_matmul.golden",
     configs="npu_emu.kernels.grouped_matmul.configs:CONFIGS",
     compile_seconds=60,

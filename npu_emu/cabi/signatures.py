@@ -11,6 +11,7 @@ Parameter kinds:
   headers use both): handed over as numpy views of the memory.
 * ``tlist`` ``const aclTensorList*`` and ``tlistm`` ``aclTensorList*`` (an output list): handed over as a list of
   numpy views (None for a null list or entry), each entry as a ``tensor`` is.
+* ``intarray`` ``const aclIntArray*``: handed over as a tuple of ints (None for a null array).
 * ``int64`` ``int64_t``, ``double``, ``bool``, ``str`` / ``cstr`` (``char*`` / ``const char*``, may be null),
   ``dtype`` (``aclDataType``).
 """
@@ -31,6 +32,7 @@ C_TYPES = {
     "dtype": "aclDataType",
     "tlist": "const aclTensorList*",
     "tlistm": "aclTensorList*",
+    "intarray": "const aclIntArray*",
 }
 
 

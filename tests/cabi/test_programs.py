@@ -158,7 +158,7 @@ def test_npu_emu_soc_selects_the_emulated_soc(programs, run, monkeypatch):
 
 
 def test_grouped_matmul_v4_tensor_lists(programs, run):
-    """aclnnGroupedMatmulV4 with aclTensorList arguments: one (E, K, N) weight, then E separated (K, N) views;
+    """aclnnGroupedMatmulV4 / V5 with aclTensorList (and aclIntArray) arguments: one (E, K, N) weight, then E separated (K, N) views;
     rows after the last group keep what y held; a destroyed list is a status."""
     rc, v, text = run(programs["test_aclnn_grouped_matmul"])
     assert rc == 0, text
@@ -170,4 +170,5 @@ def test_grouped_matmul_v4_tensor_lists(programs, run):
                                   output_dtype="int32")[0]
     _check(v, "y", want)
     _check(v, "y_separated", want)
+    _check(v, "y_v5", want)                         # aclnnGroupedMatmulV5 with an aclIntArray tuning config
     assert "stale_list_status:161002" in text

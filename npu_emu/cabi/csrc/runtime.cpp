@@ -292,6 +292,7 @@ extern "C" aclnnStatus npu_emu_cabi_workspace(const char* op, int nargs, const n
     }
     std::vector<TensorDesc> descs(nargs, TensorDesc{nullptr, -1});
     std::vector<std::vector<TensorDesc>> lists(nargs);
+    std::vector<std::vector<int64_t>> arrays(nargs);
     {
         std::lock_guard<std::mutex> g(g_lock);
         for (int i = 0; i < nargs; ++i) {
@@ -313,6 +314,16 @@ extern "C" aclnnStatus npu_emu_cabi_workspace(const char* op, int nargs, const n
                 }
                 continue;
             }
+            if (args[i].kind == NPU_EMU_CABI_INT_ARRAY && args[i].p != nullptr) {
+                const aclIntArray* a = static_cast<const aclIntArray*>(args[i].p);
+                if (!g_arrays.count(a)) {
+                    set_error(std::string(op) + "GetWorkspaceSize: argument " + std::to_string(i + 1) +
+                              " is not an aclIntArray made by aclCreateIntArray (or it was destroyed)");
+                    return ACLNN_ERR_PARAM_INVALID;
+                }
+                arrays[i] = a->values;
+                continue;
+            }
             if (args[i].kind != NPU_EMU_CABI_TENSOR || args[i].p == nullptr) continue;
             const aclTensor* t = static_cast<const aclTensor*>(args[i].p);
             if (!g_tensors.count(t)) {
@@ -330,6 +341,14 @@ extern "C" aclnnStatus npu_emu_cabi_workspace(const char* op, int nargs, const n
         PyObject* v = nullptr;
         switch (args[i].kind) {
             case NPU_EMU_CABI_TENSOR: v = tensor_object(descs[i]); break;
+            case NPU_EMU_CABI_INT_ARRAY:
+                if (args[i].p == nullptr) {
+                    Py_INCREF(Py_None);
+                    v = Py_None;
+                } else {
+                    v = tuple_of(arrays[i]);
+                }
+                break;
             case NPU_EMU_CABI_TENSOR_LIST:
                 if (args[i].p == nullptr) {
                     Py_INCREF(Py_None);

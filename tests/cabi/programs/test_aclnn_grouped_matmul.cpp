@@ -5,6 +5,7 @@
 
 #include "acl/acl.h"
 #include "aclnnop/aclnn_grouped_matmul_v4.h"
+#include "aclnnop/aclnn_grouped_matmul_v5.h"
 #include "common.h"
 
 static int RunV4(aclTensorList* x, aclTensorList* weight, aclTensor* groupList, aclTensorList* y,
@@ -73,6 +74,33 @@ int main()
     aclTensorList* y2List = aclCreateTensorList(&y2T, 1);
     ret = RunV4(x2List, wsList, glT, y2List, stream);
     CHECK_RET(ret == ACL_SUCCESS, return ret);
+
+    // aclnnGroupedMatmulV5 with an aclIntArray tuning config, into a third y
+    void* y3Addr;
+    aclTensor* y3T;
+    CHECK_RET(CreateAclTensor(yHost, {m, n}, &y3Addr, aclDataType::ACL_INT32, &y3T) == 0, return 1);
+    aclTensorList* y3List = aclCreateTensorList(&y3T, 1);
+    int64_t tuningHost[1] = {0};
+    aclIntArray* tuning = aclCreateIntArray(tuningHost, 1);
+    uint64_t ws5 = 0;
+    aclOpExecutor* ex5;
+    ret = aclnnGroupedMatmulV5GetWorkspaceSize(xList, wList, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, glT,
+                                               nullptr, nullptr, nullptr, 3, 0, 1, 0, tuning, y3List, nullptr,
+                                               nullptr, &ws5, &ex5);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnGroupedMatmulV5GetWorkspaceSize failed. ERROR: %d\n%s\n", ret,
+                                            aclGetRecentErrMsg());
+              return ret);
+    void* ws5Addr = nullptr;
+    if (ws5 > 0) aclrtMalloc(&ws5Addr, ws5, ACL_MEM_MALLOC_HUGE_FIRST);
+    ret = aclnnGroupedMatmulV5(ws5Addr, ws5, ex5, stream);
+    CHECK_RET(ret == ACL_SUCCESS, LOG_PRINT("aclnnGroupedMatmulV5 failed. ERROR: %d\n", ret); return ret);
+    aclrtSynchronizeStream(stream);
+    if (ws5Addr != nullptr) aclrtFree(ws5Addr);
+    ret = PrintDevice("y_v5", y3Addr, yHost.size() * 4);
+    CHECK_RET(ret == ACL_SUCCESS, return ret);
+    aclDestroyIntArray(tuning);
+    aclDestroyTensorList(y3List);
+    aclrtFree(y3Addr);
 
     PrintHex("x", xHost.data(), xHost.size());
     PrintHex("weight", wHost.data(), wHost.size());
