@@ -77,3 +77,48 @@ class W8A8PerToken:
         one = _best(lambda: torch._int_mm(xt, wt), 1)
         return _best(self.run, 1) / (E * one)
     track_ratio_to_torch_int_mm.unit = "x torch._int_mm over the groups"
+
+
+class SmallShapesThreads:
+    """2 numba threads against 1 on small calls (issue 37: no call shape where 2 threads are slower): the ratio of the
+    best time with numba.set_num_threads(2) to the best with 1, in one process (the launch runs a kernel on the
+    calling thread below 1 MiB of GM traffic, so small calls should not pay for the pool)."""
+    params = ["2x16x64x32", "4x64x256x128", "8x256x512x256", "8x1024x1024x512"]
+    param_names = ["ExMxKxN"]
+    number = 1
+    repeat = 1
+
+    def setup(self, shape):
+        import numba
+
+        if numba.config.NUMBA_NUM_THREADS < 2:
+            raise NotImplementedError("needs NUMBA_NUM_THREADS >= 2")
+        e, m, k, n = (int(v) for v in shape.split("x"))
+        rng = np.random.default_rng(1)
+        x = rng.integers(-127, 128, (m, k), dtype=np.int8)
+        w = rng.integers(-127, 128, (e, k, n), dtype=np.int8)
+        s = rng.uniform(1e-3, 1e-2, (e, n)).astype(ml_dtypes.bfloat16)
+        pt = rng.uniform(1e-3, 1e-1, m).astype(np.float32)
+        gl = np.full(e, m // e, np.int64)
+        self.call = lambda: npu_grouped_matmul([x], [w], scale=[s], per_token_scale=[pt], group_list=gl,
+                                               group_list_type=1, split_item=3, group_type=0,
+                                               output_dtype="bfloat16")
+        self.call()
+
+    def _best(self, threads):
+        import numba
+
+        old = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            n = max(3, int(0.3 / max(1e-5, _best(self.call, 3))))
+            return min(timeit.repeat(self.call, number=n, repeat=5)) / n
+        finally:
+            numba.set_num_threads(old)
+
+    def track_ratio_2_to_1_threads(self, shape):
+        one = self._best(1)
+        two = self._best(2)
+        one = min(one, self._best(1))              # interleaved, so that a load change hits both
+        return two / one
+    track_ratio_2_to_1_threads.unit = "x the 1-thread time"

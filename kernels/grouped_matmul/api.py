@@ -31,7 +31,7 @@ from npu_emu.frontend.core import (
     to_user,
     write_out,
 )
-from npu_emu.kernels.grouped_matmul import checks, launch, tiling as tiling_mod
+from npu_emu.kernels.grouped_matmul import api_forms as forms, checks, launch, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import accum
 from npu_emu.kernels.quant_matmul.api import NzWeight
 
@@ -114,20 +114,34 @@ def _prepare(x, w, bias, scale, pt, gl, y_name, *, has_offset, has_antiquant, sp
     return args, mode, wnd, nz
 
 
-def _tiling(args, nz, soc, core_num):
+def _tiling(args, nz, soc, core_num, user=None, mode=None):
     s = tiling_mod.GmmShape(group_num=args.w_shape[0], m=args.x_shape[0], k=args.x_shape[1], n=args.w_shape[2],
                             x_dtype=args.x_dtype, w_dtype=args.w_dtype, y_dtype=args.y_dtype,
                             scale_dtype=args.scale_dtype, per_token=args.pt_dtype is not None,
                             has_bias=args.bias_dtype is not None, weight_nz=nz, group_type=args.group_type,
                             group_list_type=args.group_list_type, act_type=args.act_type,
                             tuning_config=args.tuning_config)
-    return memo.call(tiling_mod.grouped_matmul_tiling, s, soc=soc, core_num=core_num)
+    tr = memo.call(tiling_mod.grouped_matmul_tiling, s, soc=soc, core_num=core_num)
+    if user is not None:
+        tr = launch.user_tiling(user, tr, args, mode, nz)
+    return tr
 
 
-def _compute(args, mode, x, wnd, bias, scale, pt, gl, tr, y, float_accum):
-    """Write every group's rows of ``y`` (other rows untouched)."""
+def _plan(args, mode, gl, tr, validate):
+    """The group entries, and the launch's access pattern checked (561002) before anything is computed."""
     m_x, n = args.x_shape[0], args.w_shape[2]
     ent = launch.entries(gl, args.group_list_type, args.w_shape[0], m_x)
+    if mode == "quant" and args.y_dtype == "int32":
+        launch.check_int32(tr, ent, args, m_x, n, validate)
+    else:
+        launch.validate_launch(tr, ent, args, "acc_i" if mode == "quant" else "acc_f",
+                               launch.epilogue_decl(args, mode, ent), storage_dtype(args.y_dtype).itemsize, validate)
+    return ent
+
+
+def _compute(args, mode, x, wnd, bias, scale, pt, ent, tr, y, float_accum, validate=True):
+    """Write every group's rows of ``y`` (other rows untouched)."""
+    m_x, n = args.x_shape[0], args.w_shape[2]
     e = args.w_shape[0]
     empty_f = np.zeros((e, 0), np.float32)
     empty_i = np.zeros((e, 0), np.int32)
@@ -147,8 +161,8 @@ def _compute(args, mode, x, wnd, bias, scale, pt, gl, tr, y, float_accum):
         bias_i = bias if bias is not None and bias.dtype == np.int32 else empty_i
         bias_f = bias.astype(np.float32) if bias is not None and bias.dtype != np.int32 else empty_f
         ptv = np.zeros(0, np.float32) if pt is None else pt
-        launch.run_epilogue(tr, ent, n, acc, np.zeros(0, np.float32), s32, ptv, bias_i, bias_f,
-                            launch.OUT_CODES[args.y_dtype], y)
+        launch.run_epilogue(tr, ent, args, acc, np.zeros(0, np.float32), s32, ptv, bias_i, bias_f,
+                            launch.OUT_CODES[args.y_dtype], y, validate)
         return
     check_memory(4 * m_x * n, "GroupedMatmul fp32 workspace")
     acc = np.empty((m_x, n), np.float32)
@@ -158,8 +172,8 @@ def _compute(args, mode, x, wnd, bias, scale, pt, gl, tr, y, float_accum):
     bias32 = None if bias is None else bias.astype(np.float32)
     launch.float_cube(x64, w64, ent, acc, sig, float_accum, tr.tiling.mmTilingData.baseK, bias32,
                       x32=x.astype(np.float32), w32=wnd.astype(np.float32))
-    launch.run_epilogue(tr, ent, n, np.zeros(0, np.int32), acc, empty_f, np.zeros(0, np.float32), empty_i, empty_f,
-                        launch.OUT_CODES[args.y_dtype], y)
+    launch.run_epilogue(tr, ent, args, np.zeros(0, np.int32), acc, empty_f, np.zeros(0, np.float32), empty_i, empty_f,
+                        launch.OUT_CODES[args.y_dtype], y, validate)
 
 
 def _make_trace(tr, mode, args):
@@ -170,29 +184,175 @@ def _make_trace(tr, mode, args):
                  quant_mode=f"{mode}:{args.x_dtype}x{args.w_dtype}->{args.y_dtype}", notes=list(tr.notes))
 
 
+class _Sub:
+    """One checked, tiled single-tensor split-M call (what the kernel runs)."""
+
+    def __init__(self, args, mode, x, wnd, bias, scale, pt, gl, tr, ent):
+        self.args, self.mode, self.x, self.wnd = args, mode, x, wnd
+        self.bias, self.scale, self.pt, self.gl, self.tr, self.ent = bias, scale, pt, gl, tr, ent
+
+    def run(self, y, float_accum, validate):
+        if self.tr is not None:
+            _compute(self.args, self.mode, self.x, self.wnd, self.bias, self.scale, self.pt, self.ent, self.tr, y,
+                     float_accum, validate)
+        return y
+
+
+def _sub(x, w, bias, scale, pt, gl, y_name, kw):
+    args, mode, wnd, nz = _prepare(x, w, bias, scale, pt, gl, y_name, has_offset=kw["has_offset"],
+                                   has_antiquant=kw["has_antiquant"], split_item=kw["split_item"],
+                                   group_type=kw["group_type"], group_list_type=kw["group_list_type"],
+                                   act_type=kw["act_type"], tuning_config=kw["tuning"], origin=kw["origin"])
+    tr = ent = None
+    if args.x_shape[0] and args.w_shape[2] and args.x_shape[1]:
+        tr = _tiling(args, nz, kw["soc"], kw["core_num"], kw["user_tiling"], mode)
+        ent = _plan(args, mode, gl, tr, kw["validate"])
+    return _Sub(args, mode, x, wnd, bias, scale, pt, gl, tr, ent)
+
+
+def _arrays(v, name, origin):
+    """A Tensor[] argument as a list of arrays (NzWeight kept), or None."""
+    lst = _list(v, name)
+    if lst is None:
+        return None
+    return [None if a is None else (a if isinstance(a, NzWeight) else as_array(a, f"{name}[{i}]", origin=origin))
+            for i, a in enumerate(lst)]
+
+
+def _counts(n):
+    return np.array(n, np.int64)
+
+
+def _build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw):
+    """The form of the call (api_forms.py) -> (subs, assemble, out_shapes): ``assemble(ys)`` gives the outputs from
+    the subs' ys, ``out_shapes`` the shape of every output."""
+    forms.not_null(xs, ws)
+    form = forms.form_of(len(xs), len(ws), n_y, split_item, group_type)
+    pt = None if pts is None else pts
+    forms.no_per_token_with_lists(pt, len(xs), len(ws), n_y)
+    for lst, nm in ((xs, "x"), (ws, "weight")):
+        if lst is not None and len(lst) > 1:
+            forms.same_dtype([w.storage if isinstance(w, NzWeight) else w for w in lst], nm,
+                             lambda a: resolve_dtype(a.dtype))
+    single_w = len(ws) == 1
+    biases = forms.per_group_list(biases, len(ws), "bias", single_w)
+    scales = forms.per_group_list(scales, len(ws), "scale", single_w)
+    one = lambda v: None if v is None else v[0]
+    sub_kw = dict(kw, split_item=3, group_type=0)
+    if form == "sss":
+        sub_kw.update(split_item=split_item)
+        sub = _sub(xs[0], ws[0], one(biases), one(scales), one(pt), gl, y_name, sub_kw)
+        return [sub], (lambda ys: ys), [(sub.args.x_shape[0], sub.args.w_shape[2])]
+    if any(isinstance(w, NzWeight) for w in ws):
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, "npu-emu takes an NzWeight only as the single (E, K, N) weight "
+                                                  "(group_type 0, one x, one weight, one y)")
+    stack = lambda lst: None if lst is None else np.ascontiguousarray(np.stack(lst))
+    if form in ("sms", "mms"):
+        if form == "mms":
+            for i, x in enumerate(xs):
+                if x.ndim != 2:
+                    raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"x[{i}] dim num should be 2 in this case, but now is "
+                                                              f"{x.ndim}.")
+                if x.shape[1] != xs[0].shape[1]:
+                    raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"Dim 1 value of x[{i}] {x.shape[1]} should be equal "
+                                                              f"with dim 1 value of x[0] {xs[0].shape[1]}.")
+            sizes = [x.shape[0] for x in xs]
+            if gl is not None:
+                glv = np.asarray(gl)
+                checks.check_list_gl_for_x(glv, group_list_type, sizes)
+            gl, sub_kw["group_list_type"] = _counts(sizes), 1
+            x = np.ascontiguousarray(np.concatenate(xs)) if len(xs) > 1 else xs[0]
+        else:
+            x = xs[0]
+            if gl is None:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, "GroupListOptional(tensor) is required in this case, but "
+                                                          "get nullptr.")
+        if x.ndim != 2:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"x[0] dim num should be 2 in this case, but now is {x.ndim}.")
+        w = forms.stack_weights(ws, x.shape[1])
+        sub = _sub(x, w, stack(biases), stack(scales), one(pt), gl, y_name, sub_kw)
+        return [sub], (lambda ys: ys), [(sub.args.x_shape[0], sub.args.w_shape[2])]
+    if form == "nosplit":
+        if gl is not None:
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, "GroupListOptional should be nullptr when groupType is -1.")
+        subs, shapes = [], []
+        for i, (x, w) in enumerate(zip(xs, ws)):
+            if not 2 <= x.ndim <= 6:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"X[{i}] dimNum is {x.ndim} , but only support 2-6.")
+            if w.ndim != 2:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"Weight[{i}] dimNum is {w.ndim} , but only support 2 when "
+                                                          f"weight separated.")
+            if x.shape[-1] != w.shape[0]:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"X[{i}] dim {x.ndim - 1} value {x.shape[-1]} should equal "
+                                                          f"to weight[{i}] dim 0 value {w.shape[0]}.")
+            if x.shape[-1] > forms.MAX_INNER_AXIS or w.shape[1] > forms.MAX_INNER_AXIS:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"X[{i}] / W[{i}] inner dims {x.shape[-1]} / {w.shape[1]} "
+                                                          f"should less or equal to 65535.")
+            x2 = np.ascontiguousarray(x.reshape(-1, x.shape[-1]))
+            m = x2.shape[0]
+            kw_i = dict(sub_kw, group_list_type=1, tuning=min(kw["tuning"], m))
+            subs.append(_sub(x2, w[None], None if biases is None else biases[i][None],
+                             None if scales is None else scales[i][None], None, _counts([m]), y_name, kw_i))
+            shapes.append(tuple(x.shape[:-1]) + (w.shape[1],))
+        return subs, (lambda ys: [y.reshape(sh) for y, sh in zip(ys, shapes)]), shapes
+    # split K (group_type 2): y[e] = x[:, K_e] @ weight[K_e]
+    x, w = xs[0], ws[0]
+    x_name, w_name = resolve_dtype(x.dtype), resolve_dtype(w.dtype)
+    if x_name == "int8" or (x_name != w_name and w_name in ("int8", "int4")):
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, "GMM: quant cases do not support splited axis is K."
+                         if x_name == "int8" else "GMM: antiquant cases do not support splited axis is k.")
+    if biases is not None:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, "When groupType is 2, bias must be empty.")
+    if x.ndim != 2 or w.ndim != 2:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"x and weight must be 2-D when groupType is 2 (x (M, K), weight "
+                                                  f"(K, N)), got {x.shape} and {w.shape}.")
+    if x.shape[1] != w.shape[0]:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"K dim value of x and weight is not matched: x has K={x.shape[1]}, "
+                                                  f"weight has K={w.shape[0]}.")
+    if gl is None:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, "GroupListOptional(tensor) is required in this case, but get nullptr.")
+    glv = np.asarray(gl)
+    if resolve_dtype(glv.dtype) != "int64":
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, "Invalid dtype: Only int64 is supported for groupList.")
+    if glv.ndim != 1 or glv.shape[0] > checks.MAX_GROUP_LIST_SIZE_TENSOR or glv.shape[0] < 1:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"groupList must be 1-D with 1 .. 1024 entries when groupType is 2, "
+                                                  f"got shape {glv.shape}.")
+    ranges = forms.split_k_groups(glv, group_list_type, x.shape[1])
+    m = x.shape[0]
+    subs = []
+    for k0, k1 in ranges:
+        xk = np.ascontiguousarray(x[:, k0:k1])
+        subs.append(_sub(xk, np.ascontiguousarray(w[k0:k1])[None], None, None, None, _counts([m]), y_name,
+                         dict(sub_kw, group_list_type=1, tuning=min(kw["tuning"], m))))
+    e, n = len(ranges), w.shape[1]
+    return subs, (lambda ys: [np.stack(ys) if ys else np.zeros((0, m, n), ys[0].dtype)]), [(e, m, n)]
+
+
 def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiquant_scale=None, antiquant_offset=None,
                        per_token_scale=None, group_list=None, activation_input=None, activation_quant_scale=None,
                        activation_quant_offset=None, split_item=0, group_type=None, group_list_type=0, act_type=0,
                        tuning_config=None, output_dtype=None, x_dtype=None, weight_dtype=None, scale_dtype=None,
                        per_token_scale_dtype=None, soc=DEFAULT_SOC, core_num=None, float_accum="exact",
-                       trace=False):
-    """torch_npu.npu_grouped_matmul: one matmul per expert group -> a list of one y (M, N).
+                       tiling=None, validate=True, trace=False):
+    """torch_npu.npu_grouped_matmul: one matmul per expert group -> a list of y.
 
-    Implemented: the single-tensor split-M form (x (M, K), weight (E, K, N) or an NzWeight, split_item 2 / 3,
-    group_type 0, group_list_type 0 / 1 / 2): A8W8 -> int32; A8W8 with scale (E, N) [+ per_token_scale (M,)]
-    [+ bias (E, N) int32 or bfloat16] -> bfloat16 / float16; plain bfloat16 / float16 / float32 (+ bias).
-    Extra keywords: ``soc``, ``core_num``, ``float_accum`` (plain float modes), ``trace``.
+    Forms (docs/ops/grouped_matmul.md §2.1): group_type 0 with one x (M, K) and one weight (E, K, N) (or an
+    NzWeight), E weights (K, N) or E x (m_i, K) with E weights (split_item 2 / 3: one y (M, N)); group_type -1
+    with E x, E weights (split_item 0 / 1: E y); group_type 2 (split K, plain float: one y (E, M, N)).
+    Modes: A8W8 -> int32; A8W8 with scale [+ per_token_scale (M,)] [+ bias] -> bfloat16 / float16; plain
+    bfloat16 / float16 / float32 (+ bias).
+    Extra keywords: ``soc``, ``core_num``, ``float_accum`` (plain float modes), ``tiling`` (a GMMTilingData, a
+    dict of its fields or its packed bytes, in place of the host's; it runs on its coreNum cores), ``validate``
+    (check the walk's accesses and UB before anything runs; 561002 otherwise), ``trace``.
     """
     origin = Origin()
-    xa = _one(x, "x", origin)
-    wa = _one(weight, "weight", origin)
-    if x_dtype is not None and xa is not None:
-        xa = xa.view(storage_dtype(resolve_dtype(x_dtype, "x_dtype")))
-    if weight_dtype is not None and wa is not None and not isinstance(wa, NzWeight):
-        wa = wa.view(storage_dtype(resolve_dtype(weight_dtype, "weight_dtype")))
-    bias_a = _one(bias, "bias", origin)
-    scale_a = _one(scale, "scale", origin)
-    pt_a = _one(per_token_scale, "per_token_scale", origin)
+    xs = _arrays(x, "x", origin)
+    ws = _arrays(weight, "weight", origin)
+    if x_dtype is not None and xs:
+        xs = [a if a is None else a.view(storage_dtype(resolve_dtype(x_dtype, "x_dtype"))) for a in xs]
+    if weight_dtype is not None and ws:
+        wdt = storage_dtype(resolve_dtype(weight_dtype, "weight_dtype"))
+        ws = [a if a is None or isinstance(a, NzWeight) else a.view(wdt) for a in ws]
     gl = None if group_list is None else as_array(group_list, "group_list", origin=origin)
     split_item = as_int(split_item if split_item is not None else 0, "split_item")
     group_type = as_int(group_type if group_type is not None else -1, "group_type")
@@ -203,30 +363,30 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
         tc = list(tuning_config) if isinstance(tuning_config, (list, tuple)) else [tuning_config]
         tuning = as_int(tc[0], "tuning_config[0]") if tc else 0
     float_accum = choice(float_accum, "float_accum", accum.FLOAT_ACCUM)
-    x_name = None if xa is None else _name(xa)
-    y_name = _out_dtype(output_dtype, x_name)
     for v, nm in ((activation_input, "activation_input"), (activation_quant_scale, "activation_quant_scale"),
                   (activation_quant_offset, "activation_quant_offset")):
         if _list(v, nm) is not None:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{nm} is reserved and must be None")
-    args, mode, wnd, nz = _prepare(xa, wa, bias_a, scale_a, pt_a, gl, y_name,
-                                   has_offset=_list(offset, "offset") is not None,
-                                   has_antiquant=(_list(antiquant_scale, "antiquant_scale") is not None
-                                                  or _list(antiquant_offset, "antiquant_offset") is not None),
-                                   split_item=split_item, group_type=group_type, group_list_type=group_list_type,
-                                   act_type=act_type, tuning_config=tuning, origin=origin)
-    m_x, n = args.x_shape[0], args.w_shape[2]
-    check_memory(m_x * n * storage_dtype(y_name).itemsize, "GroupedMatmul output")
-    y = np.zeros((m_x, n), storage_dtype(y_name))
-    tr = None
-    if m_x and n and args.x_shape[1]:
-        tr = _tiling(args, nz, soc, core_num)
-        _compute(args, mode, xa, wnd, bias_a, scale_a, pt_a, gl, tr, y, float_accum)
-    elif m_x and n:
-        pass                                                     # K = 0: the cube adds nothing; y stays 0
-    out = [to_user(y, origin)]
+    forms.not_null(xs, ws)
+    x0 = xs[0].storage if isinstance(xs[0], NzWeight) else xs[0]
+    y_name = _out_dtype(output_dtype, _name(x0))
+    kw = dict(has_offset=_list(offset, "offset") is not None,
+              has_antiquant=(_list(antiquant_scale, "antiquant_scale") is not None
+                             or _list(antiquant_offset, "antiquant_offset") is not None),
+              group_list_type=group_list_type, act_type=act_type, tuning=tuning, origin=origin, soc=soc,
+              core_num=core_num, user_tiling=tiling, validate=validate)
+    n_y = forms.y_count(split_item, group_type, len(xs))
+    subs, assemble, shapes = _build(xs, ws, _arrays(bias, "bias", origin), _arrays(scale, "scale", origin),
+                                    _arrays(per_token_scale, "per_token_scale", origin), gl, y_name, n_y,
+                                    split_item=split_item, group_type=group_type, group_list_type=group_list_type,
+                                    kw=kw)
+    sdt = storage_dtype(y_name)
+    check_memory(sum(int(np.prod(sh)) for sh in shapes) * sdt.itemsize, "GroupedMatmul output")
+    ys = [sub.run(np.zeros((sub.args.x_shape[0], sub.args.w_shape[2]), sdt), float_accum, validate) for sub in subs]
+    out = [to_user(y, origin) for y in assemble(ys)]
     if trace:
-        return out, (None if tr is None else _make_trace(tr, mode, args))
+        tr = next((s for s in subs if s.tr is not None), None)
+        return out, (None if tr is None else _make_trace(tr.tr, tr.mode, tr.args))
     return out
 
 
@@ -235,50 +395,63 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
 # --------------------------------------------------------------------------------------------------------------
 
 def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, group_list, act_in, act_qs, act_qo,
-               split_item, group_type, group_list_type, act_type, tuning, out, soc, core_num, float_accum):
+               split_item, group_type, group_list_type, act_type, tuning, out, soc, core_num, float_accum,
+               user_tiling=None, validate=True):
     def build():
         origin = Origin()
         for v, nm in ((act_in, "activationInputOptional"), (act_qs, "activationQuantScaleOptional"),
                       (act_qo, "activationQuantOffsetOptional")):
             if _list(v, nm) is not None:
                 raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{nm} is reserved and must be nullptr")
-        if out is None:
-            raise AclnnError(161001, "y must not be nullptr.")
-        xa = _one(x, "x", origin)
-        wa = _one(weight, "weight", origin)
+        xs = _arrays(x, "x", origin)
+        ws = _arrays(weight, "weight", origin)
         outs = _list(out, "out")
-        if len(outs) != 1:
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, "out: npu-emu implements the single-tensor form (one y)")
-        o = outs[0]
-        o_arr = o if not is_torch_tensor(o) else as_array(o, "out")
-        if op == "aclnnGroupedMatmulWeightNz" and not isinstance(wa, NzWeight):
+        forms.not_null(xs, ws, y_given=outs is not None)
+        if any(o is None for o in outs):
+            raise AclnnError(ACLNN_ERR_PARAM_INVALID, "Y must not be nullptr.")
+        o_arrs = [as_array(o, "out") if is_torch_tensor(o) else o for o in outs]
+        if op == "aclnnGroupedMatmulWeightNz" and not all(isinstance(w, NzWeight) for w in ws):
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, "aclnnGroupedMatmulWeightNz: weight must be in FRACTAL_NZ (wrap "
                                                       "its storage in npu_emu.ops.NzWeight)")
-        bias_a = _one(bias, "bias", origin)
-        scale_a = _one(scale, "scale", origin)
-        pt_a = _one(pt, "perTokenScale", origin)
+        y_names = [resolve_dtype(o.dtype) for o in o_arrs]
+        for i, nm in enumerate(y_names):
+            if nm != y_names[0]:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"Output tensorlist has different data type, y[0] data type "
+                                                          f"is {y_names[0]}, and y[{i}] data type id {nm}.")
         gl = None if group_list is None else as_array(group_list, "groupList", origin=origin)
-        y_name = resolve_dtype(o_arr.dtype)
-        args, mode, wnd, nz = _prepare(
-            xa, wa, bias_a, scale_a, pt_a, gl, y_name, has_offset=_list(offset, "offset") is not None,
-            has_antiquant=_list(aq_scale, "antiquantScale") is not None or _list(aq_offset, "antiquantOffset")
-            is not None, split_item=as_int(split_item, "splitItem"), group_type=as_int(group_type, "groupType"),
-            group_list_type=as_int(group_list_type, "groupListType"), act_type=as_int(act_type, "actType"),
-            tuning_config=tuning, origin=origin)
-        m_x, n = args.x_shape[0], args.w_shape[2]
-        if tuple(o_arr.shape) != (m_x, n):
-            raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"m dim value of x and y is not matched: y must have shape "
-                                                      f"({m_x}, {n}), got {tuple(o_arr.shape)}.")
-        if not (m_x and n and args.x_shape[1]):
-            return Executor(op, lambda: None, 0)
-        tr = _tiling(args, nz, soc, core_num)
+        kw = dict(has_offset=_list(offset, "offset") is not None,
+                  has_antiquant=_list(aq_scale, "antiquantScale") is not None
+                  or _list(aq_offset, "antiquantOffset") is not None, group_list_type=as_int(group_list_type,
+                                                                                            "groupListType"),
+                  act_type=as_int(act_type, "actType"), tuning=tuning, origin=origin, soc=soc, core_num=core_num,
+                  user_tiling=user_tiling, validate=validate)
+        subs, assemble, shapes = _build(xs, ws, _arrays(bias, "bias", origin), _arrays(scale, "scale", origin),
+                                        _arrays(pt, "perTokenScale", origin), gl, y_names[0], len(o_arrs),
+                                        split_item=as_int(split_item, "splitItem"),
+                                        group_type=as_int(group_type, "groupType"),
+                                        group_list_type=kw["group_list_type"], kw=kw)
+        for i, (o, sh) in enumerate(zip(o_arrs, shapes)):
+            if tuple(o.shape) != tuple(sh):
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"y[{i}] must have shape {tuple(sh)} (M dim value of x and "
+                                                          f"y / N dim value of weight and y), got {tuple(o.shape)}.")
+        sdt = storage_dtype(y_names[0])
 
         def run():
-            y = np.array(o_arr.view(storage_dtype(y_name)) if not is_torch_tensor(o) else o_arr, copy=True)
-            _compute(args, mode, xa, wnd, bias_a, scale_a, pt_a, gl, tr, y, float_accum)
-            write_out(o, y)
+            ys = []
+            for sub, sh in zip(subs, [(s.args.x_shape[0], s.args.w_shape[2]) for s in subs]):
+                ys.append(sub.run(np.zeros(sh, sdt), float_accum, validate))
+            results = assemble(ys)
+            if len(subs) == 1 and len(o_arrs) == 1 and subs[0].ent is not None:
+                # rows after the last group keep what out held (the kernel writes only the groups' rows)
+                o_bits = np.array(o_arrs[0], copy=True).view(sdt).reshape(results[0].shape)
+                keep = launch.covered_rows(subs[0].ent)
+                o_bits[:keep] = results[0][:keep]
+                results = [o_bits]
+            for o, r in zip(outs, results):
+                write_out(o, r)
 
-        return Executor(op, run, tr.workspace_size)
+        ws_size = max([s.tr.workspace_size for s in subs if s.tr is not None] or [0])
+        return Executor(op, run, ws_size)
 
     return get_workspace(op, build)
 
@@ -295,12 +468,13 @@ def aclnnGroupedMatmulV4GetWorkspaceSize(x, weight, biasOptional, scaleOptional,
                                          groupListOptional, activationInputOptional, activationQuantScaleOptional,
                                          activationQuantOffsetOptional, splitItem, groupType, groupListType, actType,
                                          out, activationFeatureOutOptional=None, dynQuantScaleOutOptional=None, *,
-                                         soc=DEFAULT_SOC, core_num=None, float_accum="exact"):
+                                         soc=DEFAULT_SOC, core_num=None, float_accum="exact", tiling=None,
+                                         validate=True):
     """-> (status, workspace_size, executor)."""
     return _workspace("aclnnGroupedMatmulV4", x, weight, biasOptional, scaleOptional, offsetOptional,
                       antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional, groupListOptional,
                       activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional, splitItem,
-                      groupType, groupListType, actType, 0, out, soc, core_num, float_accum)
+                      groupType, groupListType, actType, 0, out, soc, core_num, float_accum, tiling, validate)
 
 
 def aclnnGroupedMatmulV4(workspace, workspace_size, executor, stream=None):
@@ -313,13 +487,13 @@ def aclnnGroupedMatmulV5GetWorkspaceSize(x, weight, biasOptional, scaleOptional,
                                          activationQuantOffsetOptional, splitItem, groupType, groupListType, actType,
                                          tuningConfigOptional, out, activationFeatureOutOptional=None,
                                          dynQuantScaleOutOptional=None, *, soc=DEFAULT_SOC, core_num=None,
-                                         float_accum="exact"):
+                                         float_accum="exact", tiling=None, validate=True):
     """-> (status, workspace_size, executor)."""
     return _workspace("aclnnGroupedMatmulV5", x, weight, biasOptional, scaleOptional, offsetOptional,
                       antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional, groupListOptional,
                       activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional, splitItem,
                       groupType, groupListType, actType, _tuning(tuningConfigOptional), out, soc, core_num,
-                      float_accum)
+                      float_accum, tiling, validate)
 
 
 def aclnnGroupedMatmulV5(workspace, workspace_size, executor, stream=None):
@@ -333,13 +507,13 @@ def aclnnGroupedMatmulWeightNzGetWorkspaceSize(x, weight, biasOptional, scaleOpt
                                                groupType, groupListType, actType, tuningConfigOptional,
                                                quantGroupSize, out, activationFeatureOutOptional=None,
                                                dynQuantScaleOutOptional=None, *, soc=DEFAULT_SOC, core_num=None,
-                                               float_accum="exact"):
+                                               float_accum="exact", tiling=None, validate=True):
     """-> (status, workspace_size, executor); weight: an NzWeight."""
     return _workspace("aclnnGroupedMatmulWeightNz", x, weight, biasOptional, scaleOptional, offsetOptional,
                       antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional, groupListOptional,
                       activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional, splitItem,
                       groupType, groupListType, actType, _tuning(tuningConfigOptional), out, soc, core_num,
-                      float_accum)
+                      float_accum, tiling, validate)
 
 
 def aclnnGroupedMatmulWeightNz(workspace, workspace_size, executor, stream=None):

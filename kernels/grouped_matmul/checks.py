@@ -218,3 +218,21 @@ def null_check(x, weight):
         _err("x must not be nullptr.", ACLNN_ERR_PARAM_NULLPTR)
     if weight is None:
         _err("weight must not be nullptr.", ACLNN_ERR_PARAM_NULLPTR)
+
+
+def check_list_gl_for_x(gl, group_list_type, sizes):
+    """Separated x (group_type 0, E x and E weights): CheckGroupListCommonTensor (length E, int64); the rows of each
+    group are x[i]'s rows, so a group list, when given, must say the same (emulator-added: what the device does with
+    a disagreeing list is not modelled)."""
+    gl = np.asarray(gl)
+    if gl.ndim != 1 or gl.shape[0] != len(sizes):
+        _err(f"When groupList is not null, size of groupList(tensor) {gl.shape[0] if gl.ndim else 0} should be equal "
+             f"to weight dim 0 {len(sizes)} with groupType 0.")
+    if gl.dtype != np.int64:
+        _err("Invalid dtype: Only int64 is supported for groupList.")
+    if group_list_type not in (0, 1):
+        _err(f"group_list_type {group_list_type} with separated x: use 0 (cumulative) or 1 (counts) (emulator-added)")
+    want = np.cumsum(sizes) if group_list_type == 0 else np.asarray(sizes)
+    if not np.array_equal(gl, want):
+        _err(f"group_list {gl.tolist()} does not describe the rows of the separated x ({list(sizes)} rows: "
+             f"{want.tolist()} as group_list_type {group_list_type}) (emulator-added)")

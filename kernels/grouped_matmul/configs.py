@@ -32,7 +32,8 @@ def _gmm(out, per_token, plain=None):
     return build
 
 
-config("grouped_matmul.int8_int32", "A8W8 -> int32 (no kernel compile: the exact BLAS cube)")(_gmm("int32", False))
+config("grouped_matmul.int8_int32",
+       "A8W8 -> int32 (the exact BLAS cube; compiles only the walk of the access check)")(_gmm("int32", False))
 config("grouped_matmul.int8_pertoken_bf16", "A8W8 per-channel x per-token -> bfloat16")(_gmm("bfloat16", True))
 config("grouped_matmul.int8_pertoken_fp16", "A8W8 per-channel x per-token -> float16")(_gmm("float16", True))
 config("grouped_matmul.bf16", "plain bfloat16 (float_accum exact)")(_gmm(None, False, plain=_bf16(np.zeros(1)).dtype))

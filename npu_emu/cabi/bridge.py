@@ -167,6 +167,8 @@ def _arguments(op, args):
             if value is not None and param.dtype_kw and ACL_DTYPES[value[4]] in _CARRIERS:
                 kwargs[param.dtype_kw] = value[4]
             values.append(v)
+        elif param.kind in ("tlist", "tlistm"):
+            values.append(None if value is None else [tensor_view(d, param, op) for d in value])
         else:
             values.append(value)
     return values, kwargs

@@ -27,7 +27,8 @@ STUB_LIBRARIES = ("opapi", "nnopbase", "opapi_math", "opapi_nn")
 _KIND_MACRO = {"tensor": "NPU_EMU_CABI_TENSOR", "out": "NPU_EMU_CABI_TENSOR", "outm": "NPU_EMU_CABI_TENSOR",
                "int64": "NPU_EMU_CABI_INT", "cstr": "NPU_EMU_CABI_STR",
                "dtype": "NPU_EMU_CABI_INT", "double": "NPU_EMU_CABI_DOUBLE", "bool": "NPU_EMU_CABI_BOOL",
-               "str": "NPU_EMU_CABI_STR"}
+               "str": "NPU_EMU_CABI_STR", "tlist": "NPU_EMU_CABI_TENSOR_LIST",
+               "tlistm": "NPU_EMU_CABI_TENSOR_LIST", "intarray": "NPU_EMU_CABI_INT_ARRAY"}
 
 
 class BuildError(AclnnError):
@@ -105,7 +106,7 @@ def wrappers_text():
         items = []
         for p in op.params:
             macro = _KIND_MACRO[p.kind]
-            if p.kind in ("tensor", "out", "outm", "str", "cstr"):
+            if p.kind in ("tensor", "out", "outm", "str", "cstr", "tlist", "tlistm", "intarray"):
                 items.append(f"{{{macro}, (const void*){p.name}, 0, 0.0}}")
             elif p.kind == "double":
                 items.append(f"{{{macro}, nullptr, 0, {p.name}}}")

@@ -9,6 +9,9 @@ Parameter kinds:
 
 * ``tensor`` ``const aclTensor*`` input; ``out`` ``const aclTensor*`` and ``outm`` ``aclTensor*`` outputs (CANN's
   headers use both): handed over as numpy views of the memory.
+* ``tlist`` ``const aclTensorList*`` and ``tlistm`` ``aclTensorList*`` (an output list): handed over as a list of
+  numpy views (None for a null list or entry), each entry as a ``tensor`` is.
+* ``intarray`` ``const aclIntArray*``: handed over as a tuple of ints (None for a null array).
 * ``int64`` ``int64_t``, ``double``, ``bool``, ``str`` / ``cstr`` (``char*`` / ``const char*``, may be null),
   ``dtype`` (``aclDataType``).
 """
@@ -27,6 +30,9 @@ C_TYPES = {
     "str": "char*",
     "cstr": "const char*",
     "dtype": "aclDataType",
+    "tlist": "const aclTensorList*",
+    "tlistm": "aclTensorList*",
+    "intarray": "const aclIntArray*",
 }
 
 

@@ -155,3 +155,20 @@ def test_npu_emu_soc_selects_the_emulated_soc(programs, run, monkeypatch):
     want = ops.npu_sign_bits_pack(f, 2, soc="ascend950pr")
     assert not np.array_equal(want, ops.npu_sign_bits_pack(f, 2))       # the test can tell the SoCs apart
     _check(v, "pack_out", want)
+
+
+def test_grouped_matmul_v4_tensor_lists(programs, run):
+    """aclnnGroupedMatmulV4 / V5 with aclTensorList (and aclIntArray) arguments: one (E, K, N) weight, then E separated (K, N) views;
+    rows after the last group keep what y held; a destroyed list is a status."""
+    rc, v, text = run(programs["test_aclnn_grouped_matmul"])
+    assert rc == 0, text
+    e, m, k, n = 3, 20, 32, 16
+    x = _buf(v["x"], np.int8).reshape(m, k)
+    w = _buf(v["weight"], np.int8).reshape(e, k, n)
+    gl = _buf(v["group_list"], np.int64)
+    want = ops.npu_grouped_matmul([x], [w], group_list=gl, group_list_type=1, split_item=3, group_type=0,
+                                  output_dtype="int32")[0]
+    _check(v, "y", want)
+    _check(v, "y_separated", want)
+    _check(v, "y_v5", want)                         # aclnnGroupedMatmulV5 with an aclIntArray tuning config
+    assert "stale_list_status:161002" in text

@@ -6,7 +6,8 @@
 #include "aclnn/aclnn_base.h"
 
 enum { NPU_EMU_CABI_TENSOR = 0, NPU_EMU_CABI_INT = 1, NPU_EMU_CABI_DOUBLE = 2, NPU_EMU_CABI_BOOL = 3,
-       NPU_EMU_CABI_STR = 4 };
+       NPU_EMU_CABI_STR = 4, NPU_EMU_CABI_TENSOR_LIST = 5,
+       NPU_EMU_CABI_INT_ARRAY = 6 };
 
 typedef struct {
     int kind;

@@ -44,6 +44,10 @@ struct aclIntArray {
     std::vector<int64_t> values;
 };
 
+struct aclTensorList {
+    std::vector<const aclTensor*> items;
+};
+
 struct aclScalar {
     int32_t dtype;
     unsigned char bytes[16];
@@ -75,6 +79,7 @@ std::set<uintptr_t> g_host;                // aclrtMallocHost
 std::set<const aclTensor*> g_tensors;
 std::set<const aclIntArray*> g_arrays;
 std::set<const aclScalar*> g_scalars;
+std::set<const aclTensorList*> g_lists;
 std::set<const aclOpExecutor*> g_executors;
 std::set<Stream*> g_streams;
 std::set<Event*> g_events;
@@ -286,9 +291,39 @@ extern "C" aclnnStatus npu_emu_cabi_workspace(const char* op, int nargs, const n
         return ACLNN_ERR_PARAM_NULLPTR;
     }
     std::vector<TensorDesc> descs(nargs, TensorDesc{nullptr, -1});
+    std::vector<std::vector<TensorDesc>> lists(nargs);
+    std::vector<std::vector<int64_t>> arrays(nargs);
     {
         std::lock_guard<std::mutex> g(g_lock);
         for (int i = 0; i < nargs; ++i) {
+            if (args[i].kind == NPU_EMU_CABI_TENSOR_LIST && args[i].p != nullptr) {
+                const aclTensorList* l = static_cast<const aclTensorList*>(args[i].p);
+                if (!g_lists.count(l)) {
+                    set_error(std::string(op) + "GetWorkspaceSize: argument " + std::to_string(i + 1) +
+                              " is not an aclTensorList made by aclCreateTensorList (or it was destroyed)");
+                    return ACLNN_ERR_PARAM_INVALID;
+                }
+                for (size_t j = 0; j < l->items.size(); ++j) {
+                    const aclTensor* t = l->items[j];
+                    if (t != nullptr && !g_tensors.count(t)) {
+                        set_error(std::string(op) + "GetWorkspaceSize: argument " + std::to_string(i + 1) +
+                                  " holds at [" + std::to_string(j) + "] a tensor that is not a live aclTensor");
+                        return ACLNN_ERR_PARAM_INVALID;
+                    }
+                    lists[i].push_back(TensorDesc{t, (t && t->data) ? device_extent(t->data) : -1});
+                }
+                continue;
+            }
+            if (args[i].kind == NPU_EMU_CABI_INT_ARRAY && args[i].p != nullptr) {
+                const aclIntArray* a = static_cast<const aclIntArray*>(args[i].p);
+                if (!g_arrays.count(a)) {
+                    set_error(std::string(op) + "GetWorkspaceSize: argument " + std::to_string(i + 1) +
+                              " is not an aclIntArray made by aclCreateIntArray (or it was destroyed)");
+                    return ACLNN_ERR_PARAM_INVALID;
+                }
+                arrays[i] = a->values;
+                continue;
+            }
             if (args[i].kind != NPU_EMU_CABI_TENSOR || args[i].p == nullptr) continue;
             const aclTensor* t = static_cast<const aclTensor*>(args[i].p);
             if (!g_tensors.count(t)) {
@@ -306,6 +341,24 @@ extern "C" aclnnStatus npu_emu_cabi_workspace(const char* op, int nargs, const n
         PyObject* v = nullptr;
         switch (args[i].kind) {
             case NPU_EMU_CABI_TENSOR: v = tensor_object(descs[i]); break;
+            case NPU_EMU_CABI_INT_ARRAY:
+                if (args[i].p == nullptr) {
+                    Py_INCREF(Py_None);
+                    v = Py_None;
+                } else {
+                    v = tuple_of(arrays[i]);
+                }
+                break;
+            case NPU_EMU_CABI_TENSOR_LIST:
+                if (args[i].p == nullptr) {
+                    Py_INCREF(Py_None);
+                    v = Py_None;
+                } else {
+                    v = PyTuple_New(static_cast<Py_ssize_t>(lists[i].size()));
+                    for (size_t j = 0; j < lists[i].size(); ++j)
+                        PyTuple_SET_ITEM(v, static_cast<Py_ssize_t>(j), tensor_object(lists[i][j]));
+                }
+                break;
             case NPU_EMU_CABI_INT: v = PyLong_FromLongLong(args[i].i); break;
             case NPU_EMU_CABI_DOUBLE: v = PyFloat_FromDouble(args[i].d); break;
             case NPU_EMU_CABI_BOOL: v = PyBool_FromLong(args[i].i != 0); break;
@@ -915,6 +968,33 @@ EXPORT aclnnStatus aclDestroyIntArray(const aclIntArray* array) {
     if (!g_arrays.erase(array)) {
         set_error("aclDestroyIntArray: not a live aclIntArray");
         return ACLNN_ERR_PARAM_INVALID;
+    }
+    delete array;
+    return ACLNN_SUCCESS;
+}
+
+EXPORT aclTensorList* aclCreateTensorList(const aclTensor* const* value, uint64_t size) {
+    if (value == nullptr && size > 0) {
+        set_error("aclCreateTensorList: value is a null pointer");
+        return nullptr;
+    }
+    aclTensorList* l = new aclTensorList();
+    l->items.assign(value, value + size);
+    std::lock_guard<std::mutex> g(g_lock);
+    g_lists.insert(l);
+    return l;
+}
+
+EXPORT aclnnStatus aclDestroyTensorList(const aclTensorList* array) {
+    // as CANN's: the list and the aclTensors it holds (those still live) are released
+    if (array == nullptr) return ACLNN_SUCCESS;
+    std::lock_guard<std::mutex> g(g_lock);
+    if (!g_lists.erase(array)) {
+        set_error("aclDestroyTensorList: not a live aclTensorList");
+        return ACLNN_ERR_PARAM_INVALID;
+    }
+    for (const aclTensor* t : array->items) {
+        if (t != nullptr && g_tensors.erase(t)) delete t;
     }
     delete array;
     return ACLNN_SUCCESS;

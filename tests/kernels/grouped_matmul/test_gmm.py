@@ -191,7 +191,7 @@ def test_tiling_figures():
                         scale_dtype="bfloat16", per_token=True)
     td = tiling.grouped_matmul_tiling(s).tiling
     # (196352 - (256 * 2 + 128 * 4) * 2) // 28 // 2048 * 2048
-    assert td.gmmBaseParams.ubCalSize == 6144 and launch.vec_base_m(tiling.grouped_matmul_tiling(s)) == 24
+    assert td.gmmBaseParams.ubCalSize == 6144 and launch.vec_base_m(tiling.grouped_matmul_tiling(s).tiling) == 24
     # NZ weight with few tokens per expert: FindBestSingleNPertoken
     s = tiling.GmmShape(group_num=8, m=64, k=7168, n=2048, x_dtype="int8", w_dtype="int8", y_dtype="bfloat16",
                         scale_dtype="bfloat16", per_token=True, weight_nz=True)
@@ -219,7 +219,9 @@ GL = np.array([10, 20, 30, 70], np.int64)
     (dict(group_list=GL, scale=[SCALE_BF16], offset=[SCALE_F32], output_dtype="bfloat16"), 161002, "offset"),
     (dict(group_list=GL, scale=[SCALE_BF16], bias=[BIAS_BF16], output_dtype="bfloat16"), 161002, "per_token"),
     (dict(group_list=GL, output_dtype="int8"), 161002, "int8"),
-    (dict(group_list=GL, output_dtype="int32", split_item=0, group_type=-1), 161002, "split-M"),
+    (dict(group_list=GL, output_dtype="int32", split_item=0, group_type=-1), 161002, "nullptr when groupType is -1"),
+    (dict(group_list=GL, output_dtype="int32", split_item=2, group_type=-1), 161002, "groupType can not be -1"),
+    (dict(group_list=GL, output_dtype="int32", split_item=3, group_type=1), 161002, "can not be 1"),
     (dict(group_list=GL, output_dtype="int32", act_type=1), 161002, "act_type"),
     (dict(group_list=GL, output_dtype="int32", tuning_config=[71]), 161002, "tuningConfig"),
     (dict(group_list=np.array([[5, 3], [0, 2], [1, 0], [2, 0]]), group_list_type=2, output_dtype="int32"), 161002,
@@ -234,8 +236,11 @@ def test_errors(kw, code, words):
 
 def test_null_and_dtype_pattern():
     with pytest.raises(AclnnError) as ei:
-        api.npu_grouped_matmul([None], [W], group_list=GL, split_item=3, group_type=0)
+        api.npu_grouped_matmul(None, [W], group_list=GL, split_item=3, group_type=0)
     assert ei.value.status == 161001
+    with pytest.raises(AclnnError) as ei:        # CheckNotNull: a null entry of a list is PARAM_INVALID
+        api.npu_grouped_matmul([None], [W], group_list=GL, split_item=3, group_type=0)
+    assert ei.value.status == 161002 and "x[0] is None" in str(ei.value)
     with pytest.raises(AclnnError) as ei:
         gmm(X.astype(np.float16), W, group_list=GL)
     assert ei.value.status == 161002 and "antiquant" in str(ei.value)

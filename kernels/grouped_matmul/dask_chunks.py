@@ -1,0 +1,87 @@
+"""The Dask front end of GroupedMatmul (``npu_emu.dask.grouped_matmul``, declared in op.py): split by rows of x, a row
+chunk cutting through groups freely (docs/ops/grouped_matmul.md §2.2). Output row i depends on x row i, its
+per-token scale and its group's weight only (K is never split), so each chunk's call with the group sizes cut to its
+rows gives the bits of the whole call."""
+
+import dask.array as da
+import numpy as np
+
+from npu_emu.frontend.core import resolve_dtype, storage_dtype
+
+from npu_emu.dask.chunking import _as_dask, _bad, _block_info, _call, _chunk_kwargs, _fix_axis, _shared, _where
+
+
+def _one(v, name):
+    if v is None:
+        return None
+    if isinstance(v, (list, tuple)):
+        if len(v) != 1:
+            raise _bad(f"npu_emu.dask.grouped_matmul: {name} must be one tensor (the single-tensor form), got a list "
+                       f"of {len(v)}")
+        v = v[0]
+    return v
+
+
+def grouped_matmul(x, weight, *, group_list, group_list_type=0, per_token_scale=None, rechunk=True, **kwargs):
+    """``npu_grouped_matmul`` (group_type 0, one x, one (E, K, N) weight, one y) over a 2-D dask x [M, K] split by
+    rows -> dask y [M, N], bit-identical to one call. ``weight``, ``group_list`` (types 0 / 1), ``scale`` and
+    ``bias`` are numpy, sent once; ``per_token_scale`` (M,) is split with x. K is rechunked to one chunk; with
+    ``float_accum="numpy"`` (BLAS, whose blocking may depend on M) rows are one chunk too."""
+    x = _as_dask(_one(x, "x"), "x")
+    weight = _one(weight, "weight")
+    kwargs = _chunk_kwargs("grouped_matmul", kwargs)
+    for key in ("split_item", "group_type"):
+        kwargs.pop(key, None)
+    if x.ndim != 2:
+        raise _bad(f"npu_emu.dask.grouped_matmul: x must be 2-D [M, K] (split by rows), got shape {x.shape}")
+    if group_list_type not in (0, 1):
+        raise _bad(f"npu_emu.dask.grouped_matmul: group_list_type {group_list_type}: use 0 (cumulative) or 1 "
+                   f"(counts); a sparse [e, 2] list is not split here")
+    m = x.shape[0]
+    gl = np.asarray(group_list, np.int64)
+    sizes = np.diff(gl, prepend=0) if group_list_type == 0 else gl
+    if gl.ndim != 1 or np.any(sizes < 0) or sizes.sum() > m:
+        # the whole call's checks say what is wrong (CANN's message and status)
+        _call("grouped_matmul", "npu_grouped_matmul", "npu_emu.dask.grouped_matmul", [np.zeros((m, x.shape[1]),
+              storage_dtype(resolve_dtype(x.dtype)))], [weight], group_list=group_list,
+              group_list_type=group_list_type, split_item=3, group_type=0, **kwargs)
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+    x = _fix_axis(x, 1, lambda s: len(s) == 1, lambda s: [sum(s)], rechunk, "npu_emu.dask.grouped_matmul (K whole)")
+    if kwargs.get("float_accum") == "numpy":
+        x = _fix_axis(x, 0, lambda s: len(s) == 1, lambda s: [sum(s)], rechunk,
+                      "npu_emu.dask.grouped_matmul (float_accum='numpy': BLAS blocking may depend on M)")
+    n = int(weight.shape[-1]) if not hasattr(weight, "from_nd") else int(weight.shape[-1])
+    x_name = resolve_dtype(x.dtype)
+    out_name = x_name if kwargs.get("output_dtype") is None else resolve_dtype(kwargs["output_dtype"], "output_dtype")
+    out = storage_dtype(out_name)
+    lists = {k: _one(kwargs.pop(k), k) for k in ("scale", "bias", "offset", "antiquant_scale", "antiquant_offset")
+             if kwargs.get(k) is not None}
+    shared = {k: _shared(v) for k, v in lists.items()}
+    wd = _shared(weight)
+    per_row = per_token_scale is not None
+    if per_row:
+        pts = np.asarray(_one(per_token_scale, "per_token_scale"))
+        if pts.shape != (m,):
+            raise _bad(f"npu_emu.dask.grouped_matmul: per_token_scale must have shape ({m},), got {pts.shape}")
+        pa = da.from_array(pts.reshape(m, 1), chunks=(x.chunks[0], (1,)), name=False)
+
+    def run(block, *rest, block_info=None):
+        idx, st, sz = _block_info(block_info)
+        r0, r1 = st[0], st[0] + sz[0]
+        counts = np.clip(np.minimum(ends, r1) - np.maximum(starts, r0), 0, None).astype(np.int64)
+        if per_row:
+            p, rest = [rest[0].reshape(-1)], rest[1:]
+        else:
+            p = None
+        w, *vals = rest
+        kw = dict(kwargs, **{k: [v] for k, v in zip(shared, vals)})
+        where = _where("grouped_matmul", idx, st, sz) + f", group rows {counts.tolist()}"
+        return _call("grouped_matmul", "npu_grouped_matmul", where, [block], [w], group_list=counts,
+                     group_list_type=1, per_token_scale=p, split_item=3, group_type=0, **kw)[0]
+
+    extra = [wd, *shared.values()]
+    meta = np.empty((0, 0), out)
+    if per_row:
+        return da.map_blocks(run, x, pa, *extra, chunks=(x.chunks[0], (n,)), dtype=out, meta=meta)
+    return da.map_blocks(run, x, *extra, chunks=(x.chunks[0], (n,)), dtype=out, meta=meta)

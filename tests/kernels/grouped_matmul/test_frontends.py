@@ -1,0 +1,82 @@
+"""GroupedMatmul's CLI verbs, demo case and Dask front end (declared in op.py)."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from npu_emu import AclnnError, ops
+from npu_emu.cli import main as cli_main
+from npu_emu.kernels.grouped_matmul import golden
+
+RNG = np.random.default_rng(11)
+
+
+def run(argv, capsys):
+    rc = cli_main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_golden_then_run_gives_the_golden_bits(tmp_path, capsys):
+    d = tmp_path / "case"
+    rc, out, _ = run(["golden", "grouped_matmul", "--out", str(d), "--e", "3", "--m", "40", "--k", "32", "--n", "16"],
+                     capsys)
+    assert rc == 0
+    man = json.loads((d / "manifest.json").read_text())
+    sh = {k: ",".join(map(str, v["shape"])) for k, v in man["inputs"].items()}
+    y = tmp_path / "y.bin"
+    rc, out, _ = run(["run", "grouped_matmul", "--x", str(d / "x.bin"), "--x-shape", sh["x"],
+                      "--weight", str(d / "weight.bin"), "--weight-shape", sh["weight"],
+                      "--group-list", str(d / "group_list.bin"), "--group-list-type", "1",
+                      "--scale", str(d / "scale.bin"), "--scale-shape", sh["scale"],
+                      "--per-token-scale", str(d / "per_token_scale.bin"), "--output-dtype", "bfloat16",
+                      "--output", str(y), "--trace"], capsys)
+    assert rc == 0 and "blockDim" in out
+    assert (d / "golden.bin").read_bytes() == y.read_bytes()
+
+
+def test_cli_tiling_lists_the_cores(capsys):
+    rc, out, _ = run(["tiling", "grouped_matmul", "--e", "8", "--m", "4096", "--k", "7168", "--n", "2048"], capsys)
+    assert rc == 0 and "blockDim 24" in out and "vecBaseM 24" in out and "ubCalSize" in out
+
+
+def test_demo_small_case_is_bit_exact(capsys):
+    rc, out, _ = run(["demo", "--small", "--repeat", "1", "--no-progress", "--only",
+                      "grouped_matmul_int8_pertoken_bf16"], capsys)
+    assert rc == 0 and "MISMATCH" not in out and "GroupedMatmul" in out, out
+
+
+da = pytest.importorskip("dask.array")
+
+
+@pytest.mark.parametrize("chunks", [(7, 32), (16, 16), (70, 32)])
+def test_dask_rows_within_groups_give_the_whole_call(chunks):
+    import ml_dtypes
+    import npu_emu.dask as nd
+
+    e, m, k, n = 4, 70, 32, 24
+    x = RNG.integers(-128, 128, (m, k), dtype=np.int16).astype(np.int8)
+    w = RNG.integers(-128, 128, (e, k, n), dtype=np.int16).astype(np.int8)
+    s = RNG.uniform(1e-3, 1e-2, (e, n)).astype(ml_dtypes.bfloat16)
+    pt = RNG.uniform(0.01, 0.1, m).astype(np.float32)
+    gl = np.array([10, 10, 41, 60], np.int64)                       # rows 60.. are no group's
+    want = ops.npu_grouped_matmul([x], [w], scale=[s], per_token_scale=[pt], group_list=gl, split_item=3,
+                                  group_type=0, output_dtype="bfloat16")[0]
+    got = nd.grouped_matmul(da.from_array(x, chunks=chunks), [w], group_list=gl, scale=[s], per_token_scale=[pt],
+                            output_dtype="bfloat16").compute(scheduler="sync")
+    assert np.array_equal(np.asarray(got).view(np.uint16), want.view(np.uint16))
+
+
+def test_dask_int32_and_bad_group_list():
+    import npu_emu.dask as nd
+
+    x = RNG.integers(-128, 128, (30, 16), dtype=np.int16).astype(np.int8)
+    w = RNG.integers(-128, 128, (2, 16, 8), dtype=np.int16).astype(np.int8)
+    got = nd.grouped_matmul(da.from_array(x, chunks=(4, 16)), w, group_list=np.array([11, 19]), group_list_type=1,
+                            output_dtype="int32").compute(scheduler="sync")
+    assert np.array_equal(got, golden.grouped_matmul_quant(x, w, np.array([11, 19]), group_list_type=1))
+    with pytest.raises(AclnnError) as ei:
+        nd.grouped_matmul(da.from_array(x, chunks=(4, 16)), w, group_list=np.array([20, 11]), output_dtype="int32")
+    assert ei.value.status == 161002 and "incremental" in str(ei.value)
