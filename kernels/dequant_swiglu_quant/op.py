@@ -9,7 +9,9 @@ OP = Op(
     name="dequant_swiglu_quant",
     ops={"npu_dequant_swiglu_quant": f"{_API}:npu_dequant_swiglu_quant"},
     aclnn={name: f"{_API}:{name}" for name in ("aclnnDequantSwigluQuantV2",
-                                               "aclnnDequantSwigluQuantV2GetWorkspaceSize")},
+                                               "aclnnDequantSwigluQuantV2GetWorkspaceSize",
+                                               "aclnnDequantSwigluQuant",
+                                               "aclnnDequantSwigluQuantGetWorkspaceSize")},
     torch=(
         TorchOp("npu_dequant_swiglu_quant(Tensor x, *, Tensor? weight_scale=None, Tensor? activation_scale=None, "
                 "Tensor? bias=None, Tensor? quant_scale=None, Tensor? quant_offset=None, Tensor? group_index=None, "
