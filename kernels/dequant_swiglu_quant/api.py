@@ -104,8 +104,8 @@ def aclnnDequantSwigluQuantV2GetWorkspaceSize(x, weightScale, activationScale, b
         xa = as_array(x, "x")
         yo = as_array(yOut, "yOut")
         so = as_array(scaleOut, "scaleOut")
-        qm = {"dynamic": 1, "static": 0}.get(quantMode.lower() if isinstance(quantMode, str) else quantMode,
-                                             quantMode)
+        qm = {"dynamic": 1, "static": 0, None: 0}.get(quantMode.lower() if isinstance(quantMode, str)
+                                                      else quantMode, quantMode)
         _attrs(None, None, activateDim, xa)
         em, dm = switches(exp_model, div_model)
         args = (xa, _opt(weightScale, "weightScale"), _opt(activationScale, "activationScale"), _opt(bias, "bias"),
