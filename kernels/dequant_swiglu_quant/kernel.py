@@ -24,7 +24,7 @@ from numba import njit, prange
 
 from npu_emu.ascendc import CAST_NONE, CAST_RINT, DT_AUTO, DT_FLOAT, DT_FLOAT16, DT_INT16, DT_INT32, Abs, Add, \
     Adds, Cast, Div, Duplicate, Exp, Max, Min, Mul, Muls, ReduceMax
-from npu_emu.ascendc.transcendental import exp_f32
+from npu_emu.ascendc.transcendental import exp_f32, exp_f32_fast
 from npu_emu.ascendc.vector import div_f32
 from npu_emu.device.jit_options import PARALLEL
 from npu_emu.kernels.dynamic_quant.row_quant import DT_INT8, quant_row_div, quant_row_div_faithful, quant_row_sym, \
@@ -151,6 +151,60 @@ def _row_fused(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm,
     mode = td.swigluMode
     a0 = td.actRight * out_y
     g0 = out_y - a0
+    if mode == 0 and exp_model == 0 and div_model == 0:
+        _swiglu0_default(xf, act, a0, g0, out_y)
+    else:
+        _swiglu_any(td, xf, act, a0, g0, out_y, exp_model, div_model)
+    if td.quantMode == 1:
+        if td.needSmoothScale == 1:
+            for j in range(out_y):
+                act[j] = np.float32(qs_gm[g * out_y + j] * act[j])
+        s = np.float32(row_absmax(act, out_y) * DYNAMIC_QUANT_FACTOR)
+        scale_gm[r] = s
+        if div_model == 0:
+            _quant_div_ieee(act, out_y, s, y_gm, r * out_y)
+        else:
+            quant_row_div(act, out_y, s, y_gm, r * out_y, DT_INT8, tmp_i32, div_model)
+    else:
+        if td.quantIsOne == 1:
+            raw = np.float32(qs_gm[g])
+            q = np.float32(1.0) if raw == 0 else np.float32(np.float32(1.0) / raw)
+            off = np.float32(qo_gm[g])
+            for j in range(out_y):
+                act[j] = np.float32(np.float32(act[j] * q) + off)
+        else:
+            for j in range(out_y):
+                act[j] = np.float32(div_f32(act[j], qs_gm[g * out_y + j], div_model) + qo_gm[g * out_y + j])
+        quant_row_sym(act, out_y, np.float32(1.0), y_gm, r * out_y, DT_INT8, tmp_i32)
+
+
+@njit(**_JIT)
+def _swiglu0_default(xf, act, a0, g0, n):
+    """swigluMode 0 under the default models (correctly rounded Exp, IEEE Div) as literal constants: the loop
+    compiles without the model branches; the Exp through exp_f32_fast (the same bits, no libm call)."""
+    one = np.float32(1.0)
+    for j in range(n):
+        a = xf[a0 + j]
+        e = np.float32(exp_f32_fast(np.float32(a * np.float32(-1.0))) + one)
+        act[j] = np.float32(xf[g0 + j] * np.float32(a / e))
+
+
+@njit(**_JIT)
+def _quant_div_ieee(act, n, s, y_gm, off):
+    """y = codes(act / scale) with the IEEE Div (quant_row_div with the model a constant): NaN -> 0, saturate, RINT."""
+    o = y_gm[off:off + n].view(np.int8)
+    for i in range(n):
+        v = np.float32(act[i] / s)
+        v = v if v == v else np.float32(0.0)
+        v = np.float32(127.0) if v > np.float32(127.0) else v
+        v = np.float32(-128.0) if v < np.float32(-128.0) else v
+        o[i] = np.int8(np.rint(v))
+
+
+@njit(**_JIT)
+def _swiglu_any(td, xf, act, a0, g0, out_y, exp_model, div_model):
+    """ComputeSwiGLU of one row, any swigluMode and models (plain loops, the instructions' float32 steps)."""
+    mode = td.swigluMode
     L = np.float32(td.clampLimit)
     nL = np.float32(-L)
     alpha = np.float32(-np.float32(td.gluAlpha))
@@ -178,24 +232,6 @@ def _row_fused(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm,
         if mode == 3:
             a = _fmin(a, L)
         act[j] = np.float32(gt * a)
-    if td.quantMode == 1:
-        if td.needSmoothScale == 1:
-            for j in range(out_y):
-                act[j] = np.float32(qs_gm[g * out_y + j] * act[j])
-        s = np.float32(row_absmax(act, out_y) * DYNAMIC_QUANT_FACTOR)
-        scale_gm[r] = s
-        quant_row_div(act, out_y, s, y_gm, r * out_y, DT_INT8, tmp_i32, div_model)
-    else:
-        if td.quantIsOne == 1:
-            raw = np.float32(qs_gm[g])
-            q = np.float32(1.0) if raw == 0 else np.float32(np.float32(1.0) / raw)
-            off = np.float32(qo_gm[g])
-            for j in range(out_y):
-                act[j] = np.float32(np.float32(act[j] * q) + off)
-        else:
-            for j in range(out_y):
-                act[j] = np.float32(div_f32(act[j], qs_gm[g * out_y + j], div_model) + qo_gm[g * out_y + j])
-        quant_row_sym(act, out_y, np.float32(1.0), y_gm, r * out_y, DT_INT8, tmp_i32)
 
 
 @njit(parallel=PARALLEL, **_JIT)
@@ -390,7 +426,8 @@ def _ng_chunk_fused(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, 
         if bias_kind == 2:
             a = np.float32(a + bias_f_gm[wa])
             b = np.float32(b + bias_f_gm[wb])
-        e = np.float32(exp_f32(np.float32(a * np.float32(-1.0)), exp_model) + one)
+        t = np.float32(a * np.float32(-1.0))
+        e = np.float32((exp_f32_fast(t) if exp_model == 0 else exp_f32(t, exp_model)) + one)
         v = np.float32(div_f32(a, e, div_model) * b)
         if has_qs:
             v = np.float32(v * (q0 if qs_one else qs_gm[c0 + j]))

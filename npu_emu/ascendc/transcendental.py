@@ -51,6 +51,38 @@ def exp_f32(x, model):
     return np.float32(np.exp(np.float64(x)))
 
 
+# exp_f32_fast: EXP_CORRECTLY_ROUNDED without the libm call on the common range. exp(x) = 2^m * 2^(j/256) * exp(r)
+# with k = rint(x * 256 / ln 2) = 256 m + j, r = x - k ln2 / 256 (Cody-Waite: fdlibm's 32-bit ln2_hi, so k * hi is
+# exact and x - k * hi is exact by Sterbenz; |r| <= 0.00136), exp(r) by its degree-5 Taylor polynomial (truncation
+# below 2^-65). The float64 result is within 2^-50 of e^x; when its 29 bits below float32 precision lie within 2^12
+# float64 ulps (2^-40 relative) of the rounding midpoint, or x is outside [-87, 88] (subnormal / overflowing
+# float32 results) or NaN, the libm path decides. Otherwise the libm value and this one are on the same side of
+# every float32 midpoint: the same float32. Checked over every float32 input of [-87, 88] against exp_f32(x, 0)
+# (tests/npu_emu/ascendc/test_ascendc_exp_fast.py, slow-marked; a strided sample by default).
+_EXP_TABLE = np.exp2(np.arange(256, dtype=np.float64) / 256.0)
+_EXP_INV = 256.0 / 0.6931471805599453
+_LN2_HI_256 = 6.93147180369123816490e-01 / 256.0      # fdlibm ln2_hi (32 significant bits)
+_LN2_LO_256 = 1.90821492927058770002e-10 / 256.0      # fdlibm ln2_lo
+
+
+@njit(cache=True, error_model="numpy")
+def exp_f32_fast(x):
+    """exp_f32(x, EXP_CORRECTLY_ROUNDED), bit for bit, about 3x faster (see the comment above)."""
+    xd = np.float64(x)
+    if not (xd >= -87.0 and xd <= 88.0):
+        return np.float32(np.exp(xd))
+    k = np.int64(np.rint(xd * _EXP_INV))
+    r = (xd - np.float64(k) * _LN2_HI_256) - np.float64(k) * _LN2_LO_256
+    p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0)))))
+    m = k >> 8
+    scale = np.uint64(np.int64(m + 1023) << 52).view(np.float64)
+    y = np.float64(_EXP_TABLE[k & 255] * p * scale)
+    low = np.int64(y.view(np.uint64) & np.uint64(0x1FFFFFFF)) - 0x10000000
+    if low < 4096 and low > -4096:
+        return np.float32(np.exp(xd))
+    return np.float32(y)
+
+
 @njit(**_LOOP)
 def _exp_loop(dst, src, n, model):
     for i in range(n):
@@ -75,5 +107,5 @@ def Reciprocal(dst, src, count, model=RECIPROCAL_IEEE):
     _reciprocal_loop(dst, src, min(count, len(dst), len(src)))
 
 
-__all__ = ["Exp", "Reciprocal", "exp_f32", "EXP_CORRECTLY_ROUNDED", "EXP_EXP2", "RECIPROCAL_IEEE", "EXP_MODELS",
+__all__ = ["Exp", "Reciprocal", "exp_f32", "exp_f32_fast", "EXP_CORRECTLY_ROUNDED", "EXP_EXP2", "RECIPROCAL_IEEE", "EXP_MODELS",
            "DIV_MODELS"]

@@ -109,15 +109,45 @@ def test_models(exp_model, div_model):
                                        div_model=div_model))
 
 
+FAITHFUL_CASES = [
+    dict(quant_mode=1, activate_left=True),                                  # default models: the fast row path
+    dict(quant_mode=1, exp_model="exp2"),                                    # any other model: the generic path
+    dict(quant_mode=1, div_model="reciprocal", smooth=True),
+    dict(quant_mode=1, swiglu_mode=1, activate_left=True, bias="int32"),
+    dict(quant_mode=1, swiglu_mode=2, bias="float16", clamp_limit=2.0),
+    dict(quant_mode=1, swiglu_mode=3, bias="float32", clamp_limit=2.0),
+    dict(quant_mode=0, static="one"),
+    dict(quant_mode=0, static="channel", div_model="reciprocal"),
+    dict(quant_mode=1, pairs=True),
+]
+
+
 @pytest.mark.slow
-def test_faithful_kernel_equals_fused():
+@pytest.mark.parametrize("case", FAITHFUL_CASES)
+def test_faithful_kernel_equals_fused(case):
+    """Every branch of the fused group row (the default-model fast path, the generic swiglu / quant loops, the
+    modes, biases, static quant, pairs) against the instruction-level kernel."""
     rng, x, ws, asc = _data(seed=7)
+    case = dict(case)
     gi = np.array([10, 0, 25, 5], np.int64)
-    bias = rng.integers(-100, 100, (4, 128)).astype(np.int32)
-    for kw in (dict(quant_mode=1, activate_left=True), dict(quant_mode=1, swiglu_mode=2, bias=bias)):
-        a = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=asc, group_index=gi, **kw)
-        b = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=asc, group_index=gi, faithful=True, **kw)
-        _check(a, b)
+    if case.pop("pairs", False):
+        gi = np.array([[2, 10], [0, 25], [3, 5], [1, 0]], np.int64)
+    bias = case.pop("bias", None)
+    if bias == "int32":
+        case["bias"] = rng.integers(-100, 100, (4, 128)).astype(np.int32)
+    elif bias:
+        case["bias"] = rng.standard_normal((4, 128)).astype(bias)
+    if case.pop("smooth", False):
+        case["quant_scale"] = (rng.random((4, 64)) + 0.5).astype(np.float32)
+    static = case.pop("static", None)
+    if static:
+        shape = (4,) if static == "one" else (4, 64)
+        case["quant_scale"] = (rng.random(shape) * 0.2 + 0.01).astype(np.float32)
+        case["quant_offset"] = rng.integers(-5, 5, shape).astype(np.float32)
+    ws = ws * 20
+    a = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=asc, group_index=gi, **case)
+    b = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=asc, group_index=gi, faithful=True, **case)
+    _check(a, b)
 
 
 def test_tiling_production_shape():
