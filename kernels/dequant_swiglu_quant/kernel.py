@@ -24,7 +24,7 @@ from numba import njit, prange
 
 from npu_emu.ascendc import CAST_NONE, CAST_RINT, DT_AUTO, DT_FLOAT, DT_FLOAT16, DT_INT16, DT_INT32, Abs, Add, \
     Adds, Cast, Div, Duplicate, Exp, Max, Min, Mul, Muls, ReduceMax
-from npu_emu.ascendc.transcendental import exp_f32, exp_f32_fast
+from npu_emu.ascendc.transcendental import exp_f32, exp_f32_many
 from npu_emu.ascendc.vector import div_f32
 from npu_emu.device.jit_options import PARALLEL
 from npu_emu.kernels.dynamic_quant.row_quant import DT_INT8, quant_row_div, quant_row_div_faithful, quant_row_sym, \
@@ -137,7 +137,9 @@ def _row_fused(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm,
     go = g * in_y
     has_as = td.activationScaleIsEmpty == 0
     a_s = as_gm[r] if has_as else np.float32(1.0)
-    for j in range(in_y):
+    if bias_kind == 0:
+        _dequant_plain(x_gm[xo:xo + in_y], ws_gm[go:go + in_y], a_s, has_as, xf, in_y)
+    for j in range(in_y if bias_kind != 0 else 0):
         if bias_kind == 1:
             v = np.float32(np.int32(x_gm[xo + j] + bias_i_gm[go + j]))
         else:
@@ -152,7 +154,7 @@ def _row_fused(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm,
     a0 = td.actRight * out_y
     g0 = out_y - a0
     if mode == 0 and exp_model == 0 and div_model == 0:
-        _swiglu0_default(xf, act, a0, g0, out_y)
+        _swiglu0_default(xf[a0:a0 + out_y], xf[g0:g0 + out_y], act, out_y, t, lim, tmp_u16.view(np.uint8))
     else:
         _swiglu_any(td, xf, act, a0, g0, out_y, exp_model, div_model)
     if td.quantMode == 1:
@@ -179,14 +181,26 @@ def _row_fused(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm,
 
 
 @njit(**_JIT)
-def _swiglu0_default(xf, act, a0, g0, n):
-    """swigluMode 0 under the default models (correctly rounded Exp, IEEE Div) as literal constants: the loop
-    compiles without the model branches; the Exp through exp_f32_fast (the same bits, no libm call)."""
+def _dequant_plain(x, ws, a_s, has_as, xf, n):
+    """ComputeDequant without bias: Cast, Mul weight_scale, Muls activation_scale (a loop that vectorises)."""
+    if has_as:
+        for j in range(n):
+            xf[j] = np.float32(a_s * np.float32(ws[j] * np.float32(x[j])))
+    else:
+        for j in range(n):
+            xf[j] = np.float32(ws[j] * np.float32(x[j]))
+
+
+@njit(**_JIT)
+def _swiglu0_default(a, gate, act, n, t, e, mark):
+    """swigluMode 0 under the default models (correctly rounded Exp, IEEE Div) as literal constants: the loops
+    compile without the model branches, and the Exp runs through exp_f32_many (the same bits, vectorised)."""
     one = np.float32(1.0)
     for j in range(n):
-        a = xf[a0 + j]
-        e = np.float32(exp_f32_fast(np.float32(a * np.float32(-1.0))) + one)
-        act[j] = np.float32(xf[g0 + j] * np.float32(a / e))
+        t[j] = np.float32(a[j] * np.float32(-1.0))
+    exp_f32_many(e, t, n, mark)
+    for j in range(n):
+        act[j] = np.float32(gate[j] * np.float32(a[j] / np.float32(e[j] + one)))
 
 
 @njit(**_JIT)
@@ -426,8 +440,7 @@ def _ng_chunk_fused(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, 
         if bias_kind == 2:
             a = np.float32(a + bias_f_gm[wa])
             b = np.float32(b + bias_f_gm[wb])
-        t = np.float32(a * np.float32(-1.0))
-        e = np.float32((exp_f32_fast(t) if exp_model == 0 else exp_f32(t, exp_model)) + one)
+        e = np.float32(exp_f32(np.float32(a * np.float32(-1.0)), exp_model) + one)
         v = np.float32(div_f32(a, e, div_model) * b)
         if has_qs:
             v = np.float32(v * (q0 if qs_one else qs_gm[c0 + j]))
