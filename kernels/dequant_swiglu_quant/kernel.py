@@ -448,9 +448,9 @@ def _ng_chunk_fused(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, 
 
 
 @njit(parallel=PARALLEL, **_JIT)
-def dsq_nogroup_kernel(block_dim, td, ub_size, bias_kind, exp_model, div_model, faithful, x_gm, ws_gm, as_gm,
-                       bias_i_gm, bias_f_gm, qs_gm, y_gm, scale_gm):
-    """DequantSwigluQuantDynamicBase::BaseProcess for every core; ``faithful`` picks the instruction rows."""
+def dsq_nogroup_kernel_fused(block_dim, td, ub_size, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm,
+                             bias_f_gm, qs_gm, y_gm, scale_gm):
+    """DequantSwigluQuantDynamicBase::BaseProcess for every core, rows in fused loops (the same bits)."""
     col = td.colLen
     rows = td.rowLen
     use = td.usedCoreNum if rows >= td.usedCoreNum else rows
@@ -480,34 +480,21 @@ def dsq_nogroup_kernel(block_dim, td, ub_size, bias_kind, exp_model, div_model, 
             wsp = np.empty(col if multi else 1, np.float32)       # swigluTmpGm: this core's row in the workspace
             for r in range(start, start + num):
                 if not multi:
-                    if faithful:
-                        _ng_chunk_faithful(td, r, 0, col, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
-                                           bias_i_gm, bias_f_gm, qs_gm, ai, af, bf, t, swi)
-                        m = row_absmax_faithful(swi, col, tmp)
-                    else:
-                        _ng_chunk_fused(td, r, 0, col, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
-                                        bias_i_gm, bias_f_gm, qs_gm, swi)
-                        m = row_absmax(swi, col)
+                    _ng_chunk_fused(td, r, 0, col, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
+                                    bias_i_gm, bias_f_gm, qs_gm, swi)
+                    m = row_absmax(swi, col)
                     value = _ng_scalar_div(m, np.float32(127.0))
                     scale_gm[r] = value
                     sc = _ng_scalar_div(np.float32(1.0), value)
-                    if faithful:
-                        _ng_quant_faithful(swi, col, sc, y_gm, r * col, t16, h16)
-                    else:
-                        quant_row_sym(swi, col, sc, y_gm, r * col, DT_INT8, tmp.view(np.int32))
+                    quant_row_sym(swi, col, sc, y_gm, r * col, DT_INT8, tmp.view(np.int32))
                 else:
                     red = FLT_LOWEST
                     for j in range(col_loops):
                         n = last_col if j == col_loops - 1 else base_col
                         c0 = j * base_col
-                        if faithful:
-                            _ng_chunk_faithful(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
-                                               bias_i_gm, bias_f_gm, qs_gm, ai, af, bf, t, swi)
-                            m = row_absmax_faithful(swi, n, tmp)
-                        else:
-                            _ng_chunk_fused(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
-                                            bias_i_gm, bias_f_gm, qs_gm, swi)
-                            m = row_absmax(swi, n)
+                        _ng_chunk_fused(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
+                                        bias_i_gm, bias_f_gm, qs_gm, swi)
+                        m = row_absmax(swi, n)
                         wsp[c0:c0 + n] = swi[:n]
                         if m > red:
                             red = m
@@ -518,7 +505,65 @@ def dsq_nogroup_kernel(block_dim, td, ub_size, bias_kind, exp_model, div_model, 
                         n = last_col if j == col_loops - 1 else base_col
                         c0 = j * base_col
                         swi[:n] = wsp[c0:c0 + n]
-                        if faithful:
-                            _ng_quant_faithful(swi, n, sc, y_gm, r * col + c0, t16, h16)
-                        else:
-                            quant_row_sym(swi, n, sc, y_gm, r * col + c0, DT_INT8, tmp.view(np.int32))
+                        quant_row_sym(swi, n, sc, y_gm, r * col + c0, DT_INT8, tmp.view(np.int32))
+
+
+@njit(parallel=PARALLEL, **_JIT)
+def dsq_nogroup_kernel_faithful(block_dim, td, ub_size, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm,
+                                bias_f_gm, qs_gm, y_gm, scale_gm):
+    """DequantSwigluQuantDynamicBase::BaseProcess for every core, rows by the instructions."""
+    col = td.colLen
+    rows = td.rowLen
+    use = td.usedCoreNum if rows >= td.usedCoreNum else rows
+    per = rows // use if use > 0 else 0
+    rem = rows - use * per
+    base_col = td.baseColLen
+    multi = td.baseRowLen == 1 and base_col < col
+    col_loops = (col + base_col - 1) // base_col
+    last_col = col - (col_loops - 1) * base_col
+    for block_idx in prange(block_dim):
+        if block_idx < use:
+            if block_idx < rem:
+                num = per + 1
+                start = block_idx * (per + 1)
+            else:
+                num = per
+                start = (per + 1) * rem + (block_idx - rem) * per
+            tile = base_col if multi else col
+            ai = np.empty(tile, np.int32)
+            af = np.empty(tile, np.float32)
+            bf = np.empty(tile, np.float32)
+            t = np.empty(tile, np.float32)
+            tmp = np.empty(tile, np.float32)
+            t16 = np.empty(tile, np.int16)
+            h16 = np.empty(tile, np.uint16)
+            swi = np.empty(tile, np.float32)
+            wsp = np.empty(col if multi else 1, np.float32)       # swigluTmpGm: this core's row in the workspace
+            for r in range(start, start + num):
+                if not multi:
+                    _ng_chunk_faithful(td, r, 0, col, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
+                                       bias_i_gm, bias_f_gm, qs_gm, ai, af, bf, t, swi)
+                    m = row_absmax_faithful(swi, col, tmp)
+                    value = _ng_scalar_div(m, np.float32(127.0))
+                    scale_gm[r] = value
+                    sc = _ng_scalar_div(np.float32(1.0), value)
+                    _ng_quant_faithful(swi, col, sc, y_gm, r * col, t16, h16)
+                else:
+                    red = FLT_LOWEST
+                    for j in range(col_loops):
+                        n = last_col if j == col_loops - 1 else base_col
+                        c0 = j * base_col
+                        _ng_chunk_faithful(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
+                                           bias_i_gm, bias_f_gm, qs_gm, ai, af, bf, t, swi)
+                        m = row_absmax_faithful(swi, n, tmp)
+                        wsp[c0:c0 + n] = swi[:n]
+                        if m > red:
+                            red = m
+                    value = _ng_scalar_div(red, np.float32(127.0))
+                    scale_gm[r] = value
+                    sc = _ng_scalar_div(np.float32(1.0), value)
+                    for j in range(col_loops):
+                        n = last_col if j == col_loops - 1 else base_col
+                        c0 = j * base_col
+                        swi[:n] = wsp[c0:c0 + n]
+                        _ng_quant_faithful(swi, n, sc, y_gm, r * col + c0, t16, h16)

@@ -3,8 +3,8 @@ allocated here (never inside njit), one kernel call per launch.
 
 Two kernel families (docs/ops/dequant_swiglu_quant.md §3-4): with group_index the DequantSwigluQuantBase kernels
 (tiling.dsq_tiling, DequantSwigluQuantBaseTilingData); without it the SwiGluTilingData kernels
-(tiling.nogroup_tiling). Compile cost: one njit per family and per ``faithful`` for the group kernels; the bias kind,
-the models and the tiling are run-time arguments.
+(tiling.nogroup_tiling). Compile cost: one njit per family and per ``faithful``; the bias kind, the models and the
+tiling are run-time arguments.
 """
 
 import numpy as np
@@ -58,5 +58,6 @@ def run_nogroup(tr, x, ws, asc, bias, bias_dtype, qs, em, dm, faithful=False):
     scale = np.empty(td.rowLen, np.float32)
     kind, bi, bf = bias_operands(bias, bias_dtype)
     args = (np.ascontiguousarray(x.reshape(-1)), _f32(ws), _f32(asc), bi, bf, _f32(qs), y.view(np.uint8), scale)
-    _launch(K.dsq_nogroup_kernel, tr, (kind, em, dm, bool(faithful)), args)
+    kern = K.dsq_nogroup_kernel_faithful if faithful else K.dsq_nogroup_kernel_fused
+    _launch(kern, tr, (kind, em, dm), args)
     return y, scale
