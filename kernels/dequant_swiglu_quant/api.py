@@ -9,13 +9,12 @@ vLLM-Ascend's own registration (True, -, 0.0, 1.0, 0.0; docs/ops/dequant_swiglu_
 import numpy as np
 
 from npu_emu.device import memo
-from npu_emu.device.launch import launch
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import Executor, Origin, Trace, as_array, check_memory, get_workspace, run_executor, \
     to_user, write_out
 from npu_emu.kernels.dequant_swiglu_quant import checks
-from npu_emu.kernels.dequant_swiglu_quant import kernel as K
-from npu_emu.kernels.dequant_swiglu_quant.tiling import dsq_tiling
+from npu_emu.kernels.dequant_swiglu_quant.launch import run_group, run_nogroup
+from npu_emu.kernels.dequant_swiglu_quant.tiling import dsq_tiling, nogroup_tiling
 from npu_emu.kernels.swiglu.api import switches
 
 DEFAULT_SOC = "ascend910b2"
@@ -25,45 +24,29 @@ def _opt(a, name, origin=None):
     return None if a is None else as_array(a, name, origin=origin)
 
 
-def _f32(a, shape_fallback=1):
-    """A float operand widened to float32 on the host (exact, as the kernel's Cast CAST_NONE)."""
-    if a is None:
-        return np.zeros(shape_fallback, np.float32)
-    return np.ascontiguousarray(a.astype(np.float32)).reshape(-1)
-
-
 def _run(xa, ws, asc, bias, qs, qo, gi, activate_left, quant_mode, swiglu_mode, clamp_limit, glu_alpha, glu_bias,
          em, dm, soc, faithful=False):
+    """checks -> host tiling (memoised) -> launch (launch.py) -> (y, scale, TilingResult or None)."""
     info = checks.check(xa, ws, asc, bias, qs, qo, gi, quant_mode, swiglu_mode, soc)
     T, D = info["in_dimx"], info["in_dimy"]
     H = D // 2
     check_memory(T * H + 4 * T + 4 * xa.size, "DequantSwigluQuant outputs")
-    y = np.zeros(T * H, np.int8)
-    scale = np.zeros(T, np.float32)
     out_shape = xa.shape[:-1] + (H,)
     if T == 0:
-        return y.reshape(out_shape), scale.reshape(xa.shape[:-1]), None
+        return np.zeros(out_shape, np.int8), np.zeros(xa.shape[:-1], np.float32), None
     a_empty = asc is None or asc.size == 0
-    tr = memo.call(dsq_tiling, T, D, group_num=info["groups"], spe_group_type=info["spe"], quant_mode=quant_mode,
-                   activate_left=bool(activate_left), has_bias=bias is not None, bias_dtype=info["bias_dtype"],
-                   quant_scale_dtype=info["qs_dtype"], quant_is_one=info["quant_is_one"],
-                   activation_scale_empty=a_empty, swiglu_mode=swiglu_mode, clamp_limit=clamp_limit,
-                   glu_alpha=glu_alpha, glu_bias=glu_bias, soc=soc)
-    bias_kind = 0 if bias is None else (1 if info["bias_dtype"] == "int32" else 2)
-    bias_i = np.ascontiguousarray(bias.reshape(-1)) if bias_kind == 1 else np.zeros(1, np.int32)
-    bias_f = _f32(bias) if bias_kind == 2 else np.zeros(1, np.float32)
-    xk = np.ascontiguousarray(xa.reshape(-1))
-    gik = np.ascontiguousarray(gi.reshape(-1).astype(np.int64))
-    args = (xk, _f32(ws), _f32(None if a_empty else asc), bias_i, bias_f, _f32(qs), _f32(qo), gik, y.view(np.uint8),
-            scale)
-
-    kern = K.dsq_group_kernel_faithful if faithful else K.dsq_group_kernel_fused
-
-    def kernel(block_dim, tdn, ub_size, *gm):
-        kern(block_dim, tdn, ub_size, bias_kind, em, dm, *gm)
-
-    kernel.__name__ = kern.__name__
-    launch(kernel, tr.block_dim, tr.tiling, *args, ub_size=tr.ub_size, validate=False)
+    if info["nogroup"]:
+        tr = memo.call(nogroup_tiling, T, H, bias_dtype=info["bias_dtype"], quant_scale_size=info["qs_size"],
+                       activation_scale_empty=a_empty, activate_left=bool(activate_left), soc=soc)
+        y, scale = run_nogroup(tr, xa, ws, None if a_empty else asc, bias, info["bias_dtype"], qs, em, dm, faithful)
+    else:
+        tr = memo.call(dsq_tiling, T, D, group_num=info["groups"], spe_group_type=info["spe"], quant_mode=quant_mode,
+                       activate_left=bool(activate_left), has_bias=bias is not None, bias_dtype=info["bias_dtype"],
+                       quant_scale_dtype=info["qs_dtype"], quant_is_one=info["quant_is_one"],
+                       activation_scale_empty=a_empty, swiglu_mode=swiglu_mode, clamp_limit=clamp_limit,
+                       glu_alpha=glu_alpha, glu_bias=glu_bias, soc=soc)
+        y, scale = run_group(tr, xa, ws, None if a_empty else asc, bias, info["bias_dtype"], qs, qo, gi, em, dm,
+                             faithful)
     return y.reshape(out_shape), scale.reshape(xa.shape[:-1]), tr
 
 
@@ -121,7 +104,8 @@ def aclnnDequantSwigluQuantV2GetWorkspaceSize(x, weightScale, activationScale, b
         xa = as_array(x, "x")
         yo = as_array(yOut, "yOut")
         so = as_array(scaleOut, "scaleOut")
-        qm = {"dynamic": 1, "static": 0}.get(quantMode, quantMode)
+        qm = {"dynamic": 1, "static": 0, None: 0}.get(quantMode.lower() if isinstance(quantMode, str)
+                                                      else quantMode, quantMode)
         _attrs(None, None, activateDim, xa)
         em, dm = switches(exp_model, div_model)
         args = (xa, _opt(weightScale, "weightScale"), _opt(activationScale, "activationScale"), _opt(bias, "bias"),
@@ -145,4 +129,21 @@ def aclnnDequantSwigluQuantV2GetWorkspaceSize(x, weightScale, activationScale, b
 
 
 def aclnnDequantSwigluQuantV2(workspace, workspace_size, executor, stream=None):
+    return run_executor(executor, workspace_size, "aclnnDequantSwigluQuantV2")
+
+
+def aclnnDequantSwigluQuantGetWorkspaceSize(x, weightScaleOptional, activationScaleOptional, biasOptional,
+                                            quantScaleOptional, quantOffsetOptional, groupIndexOptional,
+                                            activateLeft, quantModeOptional, yOut, scaleOut, *,
+                                            exp_model="correctly_rounded", div_model="ieee", soc=DEFAULT_SOC):
+    """aclnnDequantSwigluQuant (V1): V2 without dstType .. gluBias; quantModeOptional None means "static"
+    (hicann/ops-nn: quant/dequant_swiglu_quant/docs/aclnnDequantSwigluQuant.md)."""
+    qm = "static" if quantModeOptional is None else quantModeOptional
+    return aclnnDequantSwigluQuantV2GetWorkspaceSize(x, weightScaleOptional, activationScaleOptional, biasOptional,
+                                                     quantScaleOptional, quantOffsetOptional, groupIndexOptional,
+                                                     activateLeft, qm, None, None, -1, 0, 7.0, 1.702, 1.0, yOut,
+                                                     scaleOut, exp_model=exp_model, div_model=div_model, soc=soc)
+
+
+def aclnnDequantSwigluQuant(workspace, workspace_size, executor, stream=None):
     return run_executor(executor, workspace_size, "aclnnDequantSwigluQuantV2")

@@ -1,7 +1,9 @@
 """DequantSwigluQuant checks with CANN's statuses, in the order of hicann/ops-nn
 quant/dequant_swiglu_quant/op_host/dequant_swiglu_quant_tiling.cpp (GetShapeAttrsInfoInner: last dim % 64,
 CheckXAndGroupIndexDtype, CheckBias, CheckForDequant, CheckForQuant, CheckIllegalParam; GetAttr). Shapes and dtypes
--> 161002; what the emulator does not reproduce (x bf16, no group_index, other SoCs) -> 561003.
+-> 161002; what the emulator does not reproduce (x bf16, other SoCs, static quant without group_index) -> 561003.
+Without group_index the checks are those of op_host/dequant_swiglu_quant_tiling_base.cpp (SetTotalShape,
+checkWeightBiasActivate, checkInputShape, SetAttr): :func:`check_nogroup`.
 """
 
 import numpy as np
@@ -35,21 +37,16 @@ def _scale_shape(a, name, last, groups):
 def check(x, weight_scale, activation_scale, bias, quant_scale, quant_offset, group_index, quant_mode, swiglu_mode,
           soc):
     """-> dict of what the tiling needs."""
+    if group_index is None:
+        return check_nogroup(x, weight_scale, activation_scale, bias, quant_scale, quant_mode, swiglu_mode, soc)
     if x.ndim < 1 or x.shape[-1] % 64 != 0:
         raise _bad(f"the last dimension of x ({x.shape[-1] if x.ndim else 'none'}) must be divisible by 64")
     xn = _name(x)
     if xn not in ("int32", "bfloat16"):
         raise _bad(f"x has dtype {xn}; pass int32 (or bfloat16)")
-    if group_index is None:
-        raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{OP}: calls without group_index take the "
-                                                            f"SwiGluTilingData kernels, which npu-emu does not "
-                                                            f"emulate; pass group_index (e.g. [rows] as int64)")
     if xn != "int32":
         raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{OP}: bfloat16 x is not emulated; pass int32 x")
-    s = str(soc).lower()
-    if not (s.startswith("ascend910b") or s.startswith("ascend910_93")):
-        raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{OP}: soc={soc!r} is not emulated (the 950 kernel is "
-                                                            f"arch35's); use an ascend910b* or ascend910_93 soc")
+    _soc_ok(soc)
     in_dimy = x.shape[-1]
     in_dimx = int(np.prod(x.shape[:-1], dtype=np.int64))
     out_dimy = in_dimy // 2
@@ -124,4 +121,67 @@ def check(x, weight_scale, activation_scale, bias, quant_scale, quant_offset, gr
         raise _bad(f"group_index counts add up to {total} rows but x has {in_dimx} (emulator-added check: the "
                    f"device would read and write past x and y)")
     return dict(in_dimx=in_dimx, in_dimy=in_dimy, groups=groups, spe=spe, bias_dtype=bias_dtype,
-                qs_dtype=qs_dtype, quant_is_one=quant_is_one)
+                qs_dtype=qs_dtype, quant_is_one=quant_is_one, nogroup=False)
+
+
+def _soc_ok(soc):
+    s = str(soc).lower()
+    if not (s.startswith("ascend910b") or s.startswith("ascend910_93")):
+        raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{OP}: soc={soc!r} is not emulated (the 950 kernel is "
+                                                            f"arch35's); use an ascend910b* or ascend910_93 soc")
+
+
+def check_nogroup(x, weight_scale, activation_scale, bias, quant_scale, quant_mode, swiglu_mode, soc):
+    """DequantSwigluQuantTiling (tiling_base.cpp) checks, in its order -> dict of what nogroup_tiling needs."""
+    if x.ndim < 2:
+        raise _bad(f"x has {x.ndim} dims; without group_index pass at least 2 (SetTotalShape)")
+    if x.shape[-1] % 2 != 0:
+        raise _bad(f"the last dimension of x ({x.shape[-1]}) must be even")
+    xn = _name(x)
+    if xn not in ("int32", "bfloat16", "float16"):
+        raise _bad(f"x has dtype {xn}; pass int32 (or bfloat16 / float16)")
+    if xn != "int32":
+        raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{OP}: {xn} x is not emulated; pass int32 x")
+    _soc_ok(soc)
+    in_dimy = x.shape[-1]
+    in_dimx = int(np.prod(x.shape[:-1], dtype=np.int64))
+    out_dimy = in_dimy // 2
+    if quant_mode not in (0, 1):
+        raise _bad(f"quant_mode={quant_mode!r}; pass 0 (static) or 1 (dynamic)")
+    bias_dtype = None
+    if bias is not None:
+        bias_dtype = _name(bias)
+        if bias_dtype not in ("int32", "float32", "float16", "bfloat16"):
+            raise _bad(f"bias has dtype {bias_dtype}; pass int32, float, fp16 or bf16")
+        if bias.size != in_dimy:
+            raise _bad(f"bias has {bias.size} elements; without group_index pass {in_dimy} (x's last dim)")
+    if weight_scale is None:
+        raise _bad("weight_scale is required for int32 x")
+    if _name(weight_scale) != "float32":
+        raise _bad(f"weight_scale has dtype {_name(weight_scale)}; pass float32")
+    if weight_scale.size != in_dimy:
+        raise _bad(f"weight_scale has {weight_scale.size} elements; without group_index pass {in_dimy} "
+                   f"(x's last dim)")
+    if activation_scale is not None and activation_scale.size > 0:
+        if _name(activation_scale) != "float32":
+            raise _bad(f"activation_scale has dtype {_name(activation_scale)}; pass float32")
+        if activation_scale.size != in_dimx:
+            raise _bad(f"activation_scale has {activation_scale.size} elements; pass one per token ({in_dimx})")
+    qs_size = 0
+    if quant_scale is not None:
+        if _name(quant_scale) != "float32":
+            raise _bad(f"quant_scale has dtype {_name(quant_scale)}; without group_index pass float32")
+        qs_size = int(quant_scale.size)
+        if qs_size not in (out_dimy, 1):
+            raise _bad(f"quant_scale has {qs_size} elements; pass {out_dimy} or 1")
+    if quant_mode == 0:
+        raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{OP}: static quant (quant_mode=0) without group_index "
+                                                            f"is not emulated (aclnnDequantSwigluQuant documents "
+                                                            f"dynamic only on Atlas A2/A3); pass quant_mode=1 or a "
+                                                            f"group_index")
+    if swiglu_mode != 0:
+        raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{OP}: swiglu_mode={swiglu_mode} without group_index: "
+                                                            f"the SwiGluTilingData kernels do not read swiglu_mode; "
+                                                            f"pass swiglu_mode=0 or a group_index")
+    return dict(in_dimx=in_dimx, in_dimy=in_dimy, groups=0, spe=False, bias_dtype=bias_dtype, qs_dtype=None,
+                quant_is_one=qs_size == 1, qs_size=qs_size, nogroup=True)

@@ -22,3 +22,20 @@ def _dsq():
 
 
 config("dequant_swiglu_quant.group", "npu_dequant_swiglu_quant with group_index (fused row kernel)")(_dsq())
+
+
+def _dsq_nogroup():
+    def build():
+        from npu_emu.ops import npu_dequant_swiglu_quant
+
+        r = _rng()
+        x = r.integers(-1000, 1000, (8, 128), dtype=np.int32)
+        ws = (r.random(128) * 0.01).astype(np.float32)
+        return lambda: npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=np.ones(8, np.float32),
+                                                quant_mode=1)
+
+    return build
+
+
+config("dequant_swiglu_quant.nogroup", "npu_dequant_swiglu_quant without group_index (SwiGluTilingData kernel)")(
+    _dsq_nogroup())

@@ -113,3 +113,38 @@ def dequant_swiglu_quant(x, weight_scale, activation_scale=None, bias=None, quan
                     v = (div32(act, np.broadcast_to(qs, act.shape), div_model) + qo).astype(np.float32)
                 y[rows] = _codes(v)
     return y.reshape(lead + (H,)), sc.reshape(lead)
+
+
+def dequant_swiglu_quant_nogroup(x, weight_scale, activation_scale=None, bias=None, quant_scale=None,
+                                 activate_left=False, *, exp_model="correctly_rounded", div_model="ieee"):
+    """Without group_index (dynamic quant, int32 x [..., 2H]) -> (y int8 [..., H], scale float32 [...]).
+
+    The same dequant and SwiGLU as above with one weight_scale / bias row; the quantisation of the SwiGluTilingData
+    kernels: value = float32(max / 127) is the stored scale, y = codes(act * float32(1 / value)) (a multiply by
+    the reciprocal, not a division)."""
+    x = np.asarray(x)
+    lead = x.shape[:-1]
+    X = x.reshape(-1, x.shape[-1])
+    T, D = X.shape
+    H = D // 2
+    xi = X.astype(np.int64)
+    if bias is not None and np.asarray(bias).dtype == np.int32:
+        b = np.asarray(bias).reshape(-1).astype(np.int64)
+        xi = ((xi + b + 2 ** 31) % 2 ** 32) - 2 ** 31
+    xf = xi.astype(np.float32)
+    xf = (_f32(weight_scale).reshape(-1) * xf).astype(np.float32)
+    if activation_scale is not None:
+        xf = (_f32(activation_scale).reshape(-1)[:, None] * xf).astype(np.float32)
+    if bias is not None and np.asarray(bias).dtype != np.int32:
+        xf = (xf + np.asarray(bias).astype(np.float32).reshape(-1)).astype(np.float32)
+    act, gate = (xf[:, :H], xf[:, H:]) if activate_left else (xf[:, H:], xf[:, :H])
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        t = (exp32(-act, exp_model) + np.float32(1)).astype(np.float32)
+        v = (div32(act, t, div_model) * gate).astype(np.float32)
+        if quant_scale is not None:
+            v = (v * _f32(quant_scale).reshape(-1)).astype(np.float32)
+        m = np.max(np.abs(v), axis=1)
+        value = (m.astype(np.float64) / 127.0).astype(np.float32)
+        rec = (1.0 / value.astype(np.float64)).astype(np.float32)
+        y = _codes((v * rec[:, None]).astype(np.float32))
+    return y.reshape(lead + (H,)), value.reshape(lead)

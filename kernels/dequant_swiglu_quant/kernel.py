@@ -22,12 +22,11 @@ the instructions of npu_emu.ascendc in the kernel's order:
 import numpy as np
 from numba import njit, prange
 
-from npu_emu.ascendc import CAST_NONE, DT_AUTO, DT_FLOAT, DT_INT32, Add, Adds, Cast, Div, Duplicate, Exp, Max, Min, \
-    Mul, Muls
-from npu_emu.ascendc.transcendental import exp_f32
+from npu_emu.ascendc import CAST_NONE, CAST_RINT, DT_AUTO, DT_FLOAT, DT_FLOAT16, DT_INT16, DT_INT32, Abs, Add, \
+    Adds, Cast, Div, Duplicate, Exp, Max, Min, Mul, Muls, ReduceMax
+from npu_emu.ascendc.transcendental import exp_f32, exp_f32_many
 from npu_emu.ascendc.vector import div_f32
 from npu_emu.device.jit_options import PARALLEL
-from npu_emu.dtypes.scalar import round_to_integral
 from npu_emu.kernels.dynamic_quant.row_quant import DT_INT8, quant_row_div, quant_row_div_faithful, quant_row_sym, \
     quant_row_sym_faithful, row_absmax, row_absmax_faithful
 
@@ -138,7 +137,9 @@ def _row_fused(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm,
     go = g * in_y
     has_as = td.activationScaleIsEmpty == 0
     a_s = as_gm[r] if has_as else np.float32(1.0)
-    for j in range(in_y):
+    if bias_kind == 0:
+        _dequant_plain(x_gm[xo:xo + in_y], ws_gm[go:go + in_y], a_s, has_as, xf, in_y)
+    for j in range(in_y if bias_kind != 0 else 0):
         if bias_kind == 1:
             v = np.float32(np.int32(x_gm[xo + j] + bias_i_gm[go + j]))
         else:
@@ -152,6 +153,72 @@ def _row_fused(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm,
     mode = td.swigluMode
     a0 = td.actRight * out_y
     g0 = out_y - a0
+    if mode == 0 and exp_model == 0 and div_model == 0:
+        _swiglu0_default(xf[a0:a0 + out_y], xf[g0:g0 + out_y], act, out_y, t, lim, tmp_u16.view(np.uint8))
+    else:
+        _swiglu_any(td, xf, act, a0, g0, out_y, exp_model, div_model)
+    if td.quantMode == 1:
+        if td.needSmoothScale == 1:
+            for j in range(out_y):
+                act[j] = np.float32(qs_gm[g * out_y + j] * act[j])
+        s = np.float32(row_absmax(act, out_y) * DYNAMIC_QUANT_FACTOR)
+        scale_gm[r] = s
+        if div_model == 0:
+            _quant_div_ieee(act, out_y, s, y_gm, r * out_y)
+        else:
+            quant_row_div(act, out_y, s, y_gm, r * out_y, DT_INT8, tmp_i32, div_model)
+    else:
+        if td.quantIsOne == 1:
+            raw = np.float32(qs_gm[g])
+            q = np.float32(1.0) if raw == 0 else np.float32(np.float32(1.0) / raw)
+            off = np.float32(qo_gm[g])
+            for j in range(out_y):
+                act[j] = np.float32(np.float32(act[j] * q) + off)
+        else:
+            for j in range(out_y):
+                act[j] = np.float32(div_f32(act[j], qs_gm[g * out_y + j], div_model) + qo_gm[g * out_y + j])
+        quant_row_sym(act, out_y, np.float32(1.0), y_gm, r * out_y, DT_INT8, tmp_i32)
+
+
+@njit(**_JIT)
+def _dequant_plain(x, ws, a_s, has_as, xf, n):
+    """ComputeDequant without bias: Cast, Mul weight_scale, Muls activation_scale (a loop that vectorises)."""
+    if has_as:
+        for j in range(n):
+            xf[j] = np.float32(a_s * np.float32(ws[j] * np.float32(x[j])))
+    else:
+        for j in range(n):
+            xf[j] = np.float32(ws[j] * np.float32(x[j]))
+
+
+@njit(**_JIT)
+def _swiglu0_default(a, gate, act, n, t, e, mark):
+    """swigluMode 0 under the default models (correctly rounded Exp, IEEE Div) as literal constants: the loops
+    compile without the model branches, and the Exp runs through exp_f32_many (the same bits, vectorised)."""
+    one = np.float32(1.0)
+    for j in range(n):
+        t[j] = np.float32(a[j] * np.float32(-1.0))
+    exp_f32_many(e, t, n, mark)
+    for j in range(n):
+        act[j] = np.float32(gate[j] * np.float32(a[j] / np.float32(e[j] + one)))
+
+
+@njit(**_JIT)
+def _quant_div_ieee(act, n, s, y_gm, off):
+    """y = codes(act / scale) with the IEEE Div (quant_row_div with the model a constant): NaN -> 0, saturate, RINT."""
+    o = y_gm[off:off + n].view(np.int8)
+    for i in range(n):
+        v = np.float32(act[i] / s)
+        v = v if v == v else np.float32(0.0)
+        v = np.float32(127.0) if v > np.float32(127.0) else v
+        v = np.float32(-128.0) if v < np.float32(-128.0) else v
+        o[i] = np.int8(np.rint(v))
+
+
+@njit(**_JIT)
+def _swiglu_any(td, xf, act, a0, g0, out_y, exp_model, div_model):
+    """ComputeSwiGLU of one row, any swigluMode and models (plain loops, the instructions' float32 steps)."""
+    mode = td.swigluMode
     L = np.float32(td.clampLimit)
     nL = np.float32(-L)
     alpha = np.float32(-np.float32(td.gluAlpha))
@@ -179,24 +246,6 @@ def _row_fused(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm,
         if mode == 3:
             a = _fmin(a, L)
         act[j] = np.float32(gt * a)
-    if td.quantMode == 1:
-        if td.needSmoothScale == 1:
-            for j in range(out_y):
-                act[j] = np.float32(qs_gm[g * out_y + j] * act[j])
-        s = np.float32(row_absmax(act, out_y) * DYNAMIC_QUANT_FACTOR)
-        scale_gm[r] = s
-        quant_row_div(act, out_y, s, y_gm, r * out_y, DT_INT8, tmp_i32, div_model)
-    else:
-        if td.quantIsOne == 1:
-            raw = np.float32(qs_gm[g])
-            q = np.float32(1.0) if raw == 0 else np.float32(np.float32(1.0) / raw)
-            off = np.float32(qo_gm[g])
-            for j in range(out_y):
-                act[j] = np.float32(np.float32(act[j] * q) + off)
-        else:
-            for j in range(out_y):
-                act[j] = np.float32(div_f32(act[j], qs_gm[g * out_y + j], div_model) + qo_gm[g * out_y + j])
-        quant_row_sym(act, out_y, np.float32(1.0), y_gm, r * out_y, DT_INT8, tmp_i32)
 
 
 @njit(parallel=PARALLEL, **_JIT)
@@ -290,4 +339,231 @@ def dsq_group_kernel_fused(block_dim, td, ub_size, bias_kind, exp_model, div_mod
                 break
 
 
-_ = round_to_integral
+
+# ------------------------------------------------------------------------------------------------------------------
+# without group_index (SwiGluTilingData keys 3000x, int32 x, dynamic quant): DequantSwigluQuantDynamicBase of
+# op_kernel/dequant_swiglu_quant_dynamic_base.hpp (BaseProcess, CanFullLocaOneRow / CanNotFullLocaOneRow,
+# BaseCompute, DynamicCompute, dynamicMultiColMax, dynamicAllColOut), with the bias variants of
+# dequant_swiglu_quant_dynamic_bias_{int32,float}.hpp and the same instructions in ..._dynamic_performance.hpp.
+# Rows split over useCoreNum = min(rowLen, usedCoreNum) cores, the first rowLen % useCoreNum one row more. Per row:
+# A / B dequantised (int32 bias Add, Cast, Mul weight_scale, Muls activation_scale, float bias Add), Muls(-1), Exp,
+# Adds(1), Div(A, .), Mul by B, Mul / Muls by quant_scale; then on the scalar unit value = max / 127 (stored as the
+# scale) and 1 / value, Muls, and the cast chain RINT -> int16, -> half, -> int8. A row wider than baseColLen is done
+# in column tiles: per tile the max (scalar compare, from -FLT_MAX) and the result staged in the workspace, then a
+# second pass quantises every tile with the row's reciprocal.
+# ------------------------------------------------------------------------------------------------------------------
+
+FLT_LOWEST = np.float32(-3.4028234663852886e38)     # 0xFF7FFFFF
+
+
+@njit(**_JIT)
+def _ng_scalar_div(p, q):
+    """float p / float q on the scalar unit (IEEE, one rounding: the float64 quotient of two floats rounds once)."""
+    return np.float32(np.float64(p) / np.float64(q))
+
+
+@njit(**_JIT)
+def _ng_chunk_faithful(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm,
+                       qs_gm, ai, af, bf, t, swi):
+    """BaseCompute of columns [c0, c0 + n) of row r into swi (the instructions)."""
+    col = td.colLen
+    off_a = 0 if td.activateLeft == 1 else col
+    off_b = col - off_a
+    xa = r * 2 * col + off_a + c0
+    xb = r * 2 * col + off_b + c0
+    value = as_gm[r] if td.activateScaleIsEmpty == 0 else np.float32(1.0)
+    for half in range(2):
+        xo = xa if half == 0 else xb
+        wo = (off_a if half == 0 else off_b) + c0
+        dst = af if half == 0 else bf
+        if bias_kind == 1:
+            Add(ai, x_gm[xo:xo + n], bias_i_gm[wo:wo + n], n)
+            Cast(dst, ai, CAST_NONE, n, DT_FLOAT, DT_INT32)
+        else:
+            Cast(dst, x_gm[xo:xo + n], CAST_NONE, n, DT_FLOAT, DT_INT32)
+        Mul(dst, dst, ws_gm[wo:wo + n], n)
+        if td.activateScaleIsEmpty == 0:
+            Muls(dst, dst, value, n)
+        if bias_kind == 2:
+            Add(dst, dst, bias_f_gm[wo:wo + n], n)
+        if half == 0:
+            Muls(t, af, np.float32(-1.0), n)
+            Exp(t, t, n, exp_model)
+            Adds(t, t, np.float32(1.0), n)
+            Div(t, af, t, n, DT_AUTO, div_model)
+    Mul(swi, t, bf, n)
+    if td.quantScaleIsEmpty == 0:
+        if qs_gm.size == 1:                                       # quantIsOne (the _ONE keys)
+            Muls(swi, swi, qs_gm[0], n)
+        else:
+            Mul(swi, swi, qs_gm[c0:c0 + n], n)
+
+
+@njit(**_JIT)
+def _ng_quant_faithful(swi, n, sc, y_gm, y_off, t16, h16):
+    """Muls(swi, 1 / value), Cast RINT -> int16, CAST_NONE -> half, CAST_NONE -> int8 (dynamicAllColOut)."""
+    Muls(swi, swi, sc, n)
+    Cast(t16, swi, CAST_RINT, n, DT_INT16, DT_FLOAT)
+    Cast(h16, t16, CAST_NONE, n, DT_FLOAT16, DT_INT16)
+    Cast(y_gm[y_off:y_off + n].view(np.int8), h16, CAST_NONE, n, DT_INT8, DT_FLOAT16)
+
+
+@njit(**_JIT)
+def _ng_chunk_fused(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm,
+                    qs_gm, swi):
+    """:func:`_ng_chunk_faithful` in one loop: the same float32 operations per element."""
+    col = td.colLen
+    off_a = 0 if td.activateLeft == 1 else col
+    off_b = col - off_a
+    xa = r * 2 * col + off_a + c0
+    xb = r * 2 * col + off_b + c0
+    has_as = td.activateScaleIsEmpty == 0
+    value = as_gm[r] if has_as else np.float32(1.0)
+    has_qs = td.quantScaleIsEmpty == 0
+    qs_one = qs_gm.size == 1
+    q0 = qs_gm[0]
+    one = np.float32(1.0)
+    for j in range(n):
+        wa = off_a + c0 + j
+        wb = off_b + c0 + j
+        if bias_kind == 1:
+            a = np.float32(np.int32(x_gm[xa + j] + bias_i_gm[wa]))
+            b = np.float32(np.int32(x_gm[xb + j] + bias_i_gm[wb]))
+        else:
+            a = np.float32(x_gm[xa + j])
+            b = np.float32(x_gm[xb + j])
+        a = np.float32(a * ws_gm[wa])
+        b = np.float32(b * ws_gm[wb])
+        if has_as:
+            a = np.float32(a * value)
+            b = np.float32(b * value)
+        if bias_kind == 2:
+            a = np.float32(a + bias_f_gm[wa])
+            b = np.float32(b + bias_f_gm[wb])
+        e = np.float32(exp_f32(np.float32(a * np.float32(-1.0)), exp_model) + one)
+        v = np.float32(div_f32(a, e, div_model) * b)
+        if has_qs:
+            v = np.float32(v * (q0 if qs_one else qs_gm[c0 + j]))
+        swi[j] = v
+
+
+@njit(parallel=PARALLEL, **_JIT)
+def dsq_nogroup_kernel_fused(block_dim, td, ub_size, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm,
+                             bias_f_gm, qs_gm, y_gm, scale_gm):
+    """DequantSwigluQuantDynamicBase::BaseProcess for every core, rows in fused loops (the same bits)."""
+    col = td.colLen
+    rows = td.rowLen
+    use = td.usedCoreNum if rows >= td.usedCoreNum else rows
+    per = rows // use if use > 0 else 0
+    rem = rows - use * per
+    base_col = td.baseColLen
+    multi = td.baseRowLen == 1 and base_col < col
+    col_loops = (col + base_col - 1) // base_col
+    last_col = col - (col_loops - 1) * base_col
+    for block_idx in prange(block_dim):
+        if block_idx < use:
+            if block_idx < rem:
+                num = per + 1
+                start = block_idx * (per + 1)
+            else:
+                num = per
+                start = (per + 1) * rem + (block_idx - rem) * per
+            tile = base_col if multi else col
+            ai = np.empty(tile, np.int32)
+            af = np.empty(tile, np.float32)
+            bf = np.empty(tile, np.float32)
+            t = np.empty(tile, np.float32)
+            tmp = np.empty(tile, np.float32)
+            t16 = np.empty(tile, np.int16)
+            h16 = np.empty(tile, np.uint16)
+            swi = np.empty(tile, np.float32)
+            wsp = np.empty(col if multi else 1, np.float32)       # swigluTmpGm: this core's row in the workspace
+            for r in range(start, start + num):
+                if not multi:
+                    _ng_chunk_fused(td, r, 0, col, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
+                                    bias_i_gm, bias_f_gm, qs_gm, swi)
+                    m = row_absmax(swi, col)
+                    value = _ng_scalar_div(m, np.float32(127.0))
+                    scale_gm[r] = value
+                    sc = _ng_scalar_div(np.float32(1.0), value)
+                    quant_row_sym(swi, col, sc, y_gm, r * col, DT_INT8, tmp.view(np.int32))
+                else:
+                    red = FLT_LOWEST
+                    for j in range(col_loops):
+                        n = last_col if j == col_loops - 1 else base_col
+                        c0 = j * base_col
+                        _ng_chunk_fused(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
+                                        bias_i_gm, bias_f_gm, qs_gm, swi)
+                        m = row_absmax(swi, n)
+                        wsp[c0:c0 + n] = swi[:n]
+                        if m > red:
+                            red = m
+                    value = _ng_scalar_div(red, np.float32(127.0))
+                    scale_gm[r] = value
+                    sc = _ng_scalar_div(np.float32(1.0), value)
+                    for j in range(col_loops):
+                        n = last_col if j == col_loops - 1 else base_col
+                        c0 = j * base_col
+                        swi[:n] = wsp[c0:c0 + n]
+                        quant_row_sym(swi, n, sc, y_gm, r * col + c0, DT_INT8, tmp.view(np.int32))
+
+
+@njit(parallel=PARALLEL, **_JIT)
+def dsq_nogroup_kernel_faithful(block_dim, td, ub_size, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm,
+                                bias_f_gm, qs_gm, y_gm, scale_gm):
+    """DequantSwigluQuantDynamicBase::BaseProcess for every core, rows by the instructions."""
+    col = td.colLen
+    rows = td.rowLen
+    use = td.usedCoreNum if rows >= td.usedCoreNum else rows
+    per = rows // use if use > 0 else 0
+    rem = rows - use * per
+    base_col = td.baseColLen
+    multi = td.baseRowLen == 1 and base_col < col
+    col_loops = (col + base_col - 1) // base_col
+    last_col = col - (col_loops - 1) * base_col
+    for block_idx in prange(block_dim):
+        if block_idx < use:
+            if block_idx < rem:
+                num = per + 1
+                start = block_idx * (per + 1)
+            else:
+                num = per
+                start = (per + 1) * rem + (block_idx - rem) * per
+            tile = base_col if multi else col
+            ai = np.empty(tile, np.int32)
+            af = np.empty(tile, np.float32)
+            bf = np.empty(tile, np.float32)
+            t = np.empty(tile, np.float32)
+            tmp = np.empty(tile, np.float32)
+            t16 = np.empty(tile, np.int16)
+            h16 = np.empty(tile, np.uint16)
+            swi = np.empty(tile, np.float32)
+            wsp = np.empty(col if multi else 1, np.float32)       # swigluTmpGm: this core's row in the workspace
+            for r in range(start, start + num):
+                if not multi:
+                    _ng_chunk_faithful(td, r, 0, col, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
+                                       bias_i_gm, bias_f_gm, qs_gm, ai, af, bf, t, swi)
+                    m = row_absmax_faithful(swi, col, tmp)
+                    value = _ng_scalar_div(m, np.float32(127.0))
+                    scale_gm[r] = value
+                    sc = _ng_scalar_div(np.float32(1.0), value)
+                    _ng_quant_faithful(swi, col, sc, y_gm, r * col, t16, h16)
+                else:
+                    red = FLT_LOWEST
+                    for j in range(col_loops):
+                        n = last_col if j == col_loops - 1 else base_col
+                        c0 = j * base_col
+                        _ng_chunk_faithful(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
+                                           bias_i_gm, bias_f_gm, qs_gm, ai, af, bf, t, swi)
+                        m = row_absmax_faithful(swi, n, tmp)
+                        wsp[c0:c0 + n] = swi[:n]
+                        if m > red:
+                            red = m
+                    value = _ng_scalar_div(red, np.float32(127.0))
+                    scale_gm[r] = value
+                    sc = _ng_scalar_div(np.float32(1.0), value)
+                    for j in range(col_loops):
+                        n = last_col if j == col_loops - 1 else base_col
+                        c0 = j * base_col
+                        swi[:n] = wsp[c0:c0 + n]
+                        _ng_quant_faithful(swi, n, sc, y_gm, r * col + c0, t16, h16)

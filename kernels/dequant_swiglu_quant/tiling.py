@@ -117,3 +117,80 @@ def dsq_tiling(in_dimx, in_dimy, *, group_num, spe_group_type, quant_mode, activ
         swigluMode=swiglu_mode, clampLimit=float(clamp_limit), gluAlpha=float(glu_alpha), gluBias=float(glu_bias))
     return TilingResult(td, max(max_pre, 1), key, WORKSPACE_SIZE + plat.GetLibApiWorkSpaceSize(), ub, cores,
                         plat.name, tuple(notes))
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# without group_index: DequantSwigluQuantTiling of op_host/dequant_swiglu_quant_tiling_base.cpp (registered with
+# priority 1: the Dsk template above is not capable when group_index is absent) filling SwiGluTilingData
+# (op_host/swi_glu_tiling.h, the struct SwiGlu uses). Only the int32 x, dynamic-quant keys are emulated.
+# ------------------------------------------------------------------------------------------------------------------
+
+NG_PACK_512B = 512
+NG_ALIGN_32B = 32
+NG_DISCONTINE_COPY_MAX_BLOCKLEN = 65535
+NG_DYNAMIC_BF16_TBUF_NUM_HALF = 11
+NG_DYNAMIC_INT16_TBUF_NUM_HALF = 2
+NG_USER_WORKSPACE = 16 * 1024 * 1024
+NG_PERFORMANCE_COL_LEN = 1536
+NG_PERFORMANCE_ROW_LEN = 128
+NG_MIN_CORE = 12
+NG_SIZEOF_GE_DATATYPE = 4        # DISCONTINE_COPY_MAX_BLOCKLEN / sizeof(xInputDataType): sizeof the enum
+#: getTilingKeyDynamic for int32 x: bias dtype (no bias = DT_FLOAT, the member's initial value) -> (ONE, D) keys
+NG_DYNAMIC_KEYS = {"int32": (30001, 30005), "float32": (30002, 30006), "float16": (30003, 30007),
+                   "bfloat16": (30004, 30008)}
+NG_DYNAMIC_PERFORMANCE_KEY = 30013
+
+
+def nogroup_tiling(row_len, col_len, *, bias_dtype, quant_scale_size, activation_scale_empty, activate_left,
+                   soc="ascend910b2", core_num=None, ub_size=None):
+    """DequantSwigluQuantTiling::DoOpTiling + GetTilingKey + GetWorkspaceSize for int32 x, quant_mode dynamic.
+
+    ``bias_dtype``: None (no bias) or the bias dtype name; ``quant_scale_size``: 0 (none), 1 or colLen."""
+    from npu_emu.kernels.swiglu.tiling import SwiGluTilingData
+
+    plat = platforms.get(soc).override(core_num=core_num, ub_size=ub_size)
+    total_core = int(plat.GetCoreNumAiv())
+    ub = int(plat.GetCoreMemSize("UB"))
+    dlen = 4                                              # int32 x
+    ub_min_block = NG_ALIGN_32B // dlen
+    cache_line = NG_PACK_512B // dlen
+    is32b = 1 if col_len % ub_min_block == 0 else 0
+    bdt = "float32" if bias_dtype is None else bias_dtype
+    # GetBufferNumAndDataLenPerUB, quantMode 1, int32 x
+    if bdt in ("int32", "float32"):
+        single = NG_DYNAMIC_BF16_TBUF_NUM_HALF * 4 + 1
+    else:
+        single = NG_DYNAMIC_BF16_TBUF_NUM_HALF * 4 + NG_DYNAMIC_INT16_TBUF_NUM_HALF * 2 + 1
+    max_tile = (ub // single) // NG_ALIGN_32B * NG_ALIGN_32B if ub // single >= NG_ALIGN_32B else 0
+    # getBaseColLenUpBound
+    up = min(col_len, max_tile)
+    up = min(up, NG_DISCONTINE_COPY_MAX_BLOCKLEN if is32b else NG_DISCONTINE_COPY_MAX_BLOCKLEN // NG_SIZEOF_GE_DATATYPE)
+    base_col = up // cache_line * cache_line if (up < col_len and up > cache_line) else up
+    base_row = 1                                          # CalcOptBaseShape: int32 x keeps 1
+    if base_col == 0:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"DequantSwigluQuant: no column tile fits the UB ({ub} bytes)")
+    # SaveOptBaseShape
+    used = min(row_len, total_core)
+    if col_len < NG_PERFORMANCE_COL_LEN and row_len < NG_PERFORMANCE_ROW_LEN:
+        used = min(used, NG_MIN_CORE)
+    bias_empty = int(bias_dtype is None)
+    td = SwiGluTilingData(is32BAligned=is32b, isDoubleBuffer=0, rowLen=row_len, colLen=col_len, baseRowLen=base_row,
+                          baseColLen=base_col, activateLeft=int(bool(activate_left)), biasIsEmpty=bias_empty,
+                          quantScaleIsEmpty=int(quant_scale_size == 0),
+                          activateScaleIsEmpty=int(bool(activation_scale_empty)), usedCoreNum=used)
+    one, d = NG_DYNAMIC_KEYS[bdt]
+    key = one if quant_scale_size == 1 else d
+    notes = []
+    perf = (is32b == 1 and col_len <= NG_PERFORMANCE_COL_LEN and base_row == 1 and base_col == col_len
+            and bias_empty and not activation_scale_empty)
+    if key == 30006 and perf:
+        key = NG_DYNAMIC_PERFORMANCE_KEY
+        notes.append("performance key 30013 (DequantSwigluQuantDynamicPerformance): the same per-row instructions "
+                     "as the base kernel, which the emulator walks")
+    ws = NG_USER_WORKSPACE
+    if col_len > base_col:
+        ws += used * col_len * 4
+        notes.append(f"row wider than the UB: {(col_len + base_col - 1) // base_col} column tiles per row, the "
+                     f"SwiGLU result staged in the workspace between the max and the quantisation passes")
+    return TilingResult(td, max(used, 1), key, ws + plat.GetLibApiWorkSpaceSize(), ub, total_core, plat.name,
+                        tuple(notes))

@@ -51,6 +51,53 @@ def exp_f32(x, model):
     return np.float32(np.exp(np.float64(x)))
 
 
+# exp_f32_many: EXP_CORRECTLY_ROUNDED over an array without the libm call on the common range, in a loop that
+# vectorises (no table, no float -> int conversion, no branch). exp(x) = 2^k * exp(r): k = rint(x / ln 2) read from
+# the bits of x / ln 2 + 1.5 * 2^52, r = (x - k ln2_hi) - k ln2_lo (fdlibm's split: k * ln2_hi is exact, and so is
+# the subtraction by Sterbenz; |r| <= 0.347), exp(r) by its degree-13 Taylor polynomial (truncation below 2^-57; Estrin's scheme),
+# 2^k built in the exponent bits. The float64 result is within 2^-50 of e^x. An element is marked for the libm path
+# when x is outside [-87, 88] (subnormal or overflowing float32 results) or NaN, or when the 29 bits of its float64
+# result below float32 precision lie within 2^12 float64 ulps (2^-40 relative) of the rounding midpoint: otherwise
+# the libm value is on the same side of every float32 midpoint, so it rounds to the same float32. Checked against
+# exp_f32(x, 0) on every float32 of [-87, 88] (tests/npu_emu/ascendc/test_ascendc_exp_fast.py, slow-marked).
+_MAGIC = 6755399441055744.0                          # 1.5 * 2^52
+_INV_LN2 = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01                 # fdlibm ln2_hi (32 significant bits)
+_LN2_LO = 1.90821492927058770002e-10                 # fdlibm ln2_lo
+_INV_FACT = tuple(1.0 / float(np.prod(np.arange(1, i + 1, dtype=np.float64))) for i in range(14))
+
+
+@njit(cache=True, error_model="numpy")
+def exp_f32_many(dst, src, n, mark):
+    """dst[i] = exp_f32(src[i], EXP_CORRECTLY_ROUNDED) for i < n, bit for bit (``mark``: uint8 scratch of n)."""
+    c2, c3, c4, c5, c6, c7 = _INV_FACT[2], _INV_FACT[3], _INV_FACT[4], _INV_FACT[5], _INV_FACT[6], _INV_FACT[7]
+    c8, c9, c10, c11, c12, c13 = _INV_FACT[8], _INV_FACT[9], _INV_FACT[10], _INV_FACT[11], _INV_FACT[12], \
+        _INV_FACT[13]
+    magic_bits = np.float64(_MAGIC).view(np.int64)
+    for i in range(n):
+        x = np.float64(src[i])
+        m = np.float64(x * _INV_LN2 + _MAGIC)
+        kd = m - _MAGIC
+        k = m.view(np.int64) - magic_bits
+        r = (x - kd * _LN2_HI) - kd * _LN2_LO
+        r2 = r * r                                   # Estrin's scheme: a short dependency chain
+        r4 = r2 * r2
+        r8 = r4 * r4
+        q0 = (1.0 + r) + r2 * (c2 + r * c3)
+        q1 = (c4 + r * c5) + r2 * (c6 + r * c7)
+        q2 = (c8 + r * c9) + r2 * (c10 + r * c11)
+        q3 = c12 + r * c13
+        p = (q0 + r4 * q1) + r8 * (q2 + r4 * q3)
+        y = np.float64(p * np.int64((k + 1023) << 52).view(np.float64))
+        low = np.int64(y.view(np.int64) & 0x1FFFFFFF) - 0x10000000
+        bad = (low < 4096) & (low > -4096) | (not (x >= -87.0)) | (not (x <= 88.0))
+        mark[i] = np.uint8(bad)
+        dst[i] = np.float32(y)
+    for i in range(n):
+        if mark[i]:
+            dst[i] = np.float32(np.exp(np.float64(src[i])))
+
+
 @njit(**_LOOP)
 def _exp_loop(dst, src, n, model):
     for i in range(n):
@@ -75,5 +122,5 @@ def Reciprocal(dst, src, count, model=RECIPROCAL_IEEE):
     _reciprocal_loop(dst, src, min(count, len(dst), len(src)))
 
 
-__all__ = ["Exp", "Reciprocal", "exp_f32", "EXP_CORRECTLY_ROUNDED", "EXP_EXP2", "RECIPROCAL_IEEE", "EXP_MODELS",
+__all__ = ["Exp", "Reciprocal", "exp_f32", "exp_f32_many", "EXP_CORRECTLY_ROUNDED", "EXP_EXP2", "RECIPROCAL_IEEE", "EXP_MODELS",
            "DIV_MODELS"]

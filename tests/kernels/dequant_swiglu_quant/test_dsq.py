@@ -7,11 +7,13 @@ import pytest
 from npu_emu.errors import AclnnError
 from npu_emu.kernels.dequant_swiglu_quant import golden as G
 from npu_emu.kernels.dequant_swiglu_quant.api import (
+    aclnnDequantSwigluQuant,
+    aclnnDequantSwigluQuantGetWorkspaceSize,
     aclnnDequantSwigluQuantV2,
     aclnnDequantSwigluQuantV2GetWorkspaceSize,
     npu_dequant_swiglu_quant,
 )
-from npu_emu.kernels.dequant_swiglu_quant.tiling import count_max_dim, dsq_tiling
+from npu_emu.kernels.dequant_swiglu_quant.tiling import count_max_dim, dsq_tiling, nogroup_tiling
 
 
 def _data(T=40, D=128, E=4, seed=0):
@@ -107,15 +109,45 @@ def test_models(exp_model, div_model):
                                        div_model=div_model))
 
 
+FAITHFUL_CASES = [
+    dict(quant_mode=1, activate_left=True),                                  # default models: the fast row path
+    dict(quant_mode=1, exp_model="exp2"),                                    # any other model: the generic path
+    dict(quant_mode=1, div_model="reciprocal", smooth=True),
+    dict(quant_mode=1, swiglu_mode=1, activate_left=True, bias="int32"),
+    dict(quant_mode=1, swiglu_mode=2, bias="float16", clamp_limit=2.0),
+    dict(quant_mode=1, swiglu_mode=3, bias="float32", clamp_limit=2.0),
+    dict(quant_mode=0, static="one"),
+    dict(quant_mode=0, static="channel", div_model="reciprocal"),
+    dict(quant_mode=1, pairs=True),
+]
+
+
 @pytest.mark.slow
-def test_faithful_kernel_equals_fused():
+@pytest.mark.parametrize("case", FAITHFUL_CASES)
+def test_faithful_kernel_equals_fused(case):
+    """Every branch of the fused group row (the default-model fast path, the generic swiglu / quant loops, the
+    modes, biases, static quant, pairs) against the instruction-level kernel."""
     rng, x, ws, asc = _data(seed=7)
+    case = dict(case)
     gi = np.array([10, 0, 25, 5], np.int64)
-    bias = rng.integers(-100, 100, (4, 128)).astype(np.int32)
-    for kw in (dict(quant_mode=1, activate_left=True), dict(quant_mode=1, swiglu_mode=2, bias=bias)):
-        a = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=asc, group_index=gi, **kw)
-        b = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=asc, group_index=gi, faithful=True, **kw)
-        _check(a, b)
+    if case.pop("pairs", False):
+        gi = np.array([[2, 10], [0, 25], [3, 5], [1, 0]], np.int64)
+    bias = case.pop("bias", None)
+    if bias == "int32":
+        case["bias"] = rng.integers(-100, 100, (4, 128)).astype(np.int32)
+    elif bias:
+        case["bias"] = rng.standard_normal((4, 128)).astype(bias)
+    if case.pop("smooth", False):
+        case["quant_scale"] = (rng.random((4, 64)) + 0.5).astype(np.float32)
+    static = case.pop("static", None)
+    if static:
+        shape = (4,) if static == "one" else (4, 64)
+        case["quant_scale"] = (rng.random(shape) * 0.2 + 0.01).astype(np.float32)
+        case["quant_offset"] = rng.integers(-5, 5, shape).astype(np.float32)
+    ws = ws * 20
+    a = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=asc, group_index=gi, **case)
+    b = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=asc, group_index=gi, faithful=True, **case)
+    _check(a, b)
 
 
 def test_tiling_production_shape():
@@ -137,7 +169,13 @@ def test_count_max_dim_limits():
 
 @pytest.mark.parametrize("change,status", [
     (dict(x=np.zeros((4, 96), np.int32)), 161002),                       # last dim not a multiple of 64
-    (dict(group_index=None), 561003),
+    (dict(group_index=None, swiglu_mode=1), 561003),                    # no-group kernels ignore swiglu_mode
+    (dict(group_index=None, quant_mode=0, quant_scale=np.ones(1, np.float32),
+          quant_offset=np.zeros(1, np.float32)), 561003),                # static without group_index
+    (dict(group_index=None, x=np.zeros(128, np.int32)), 161002),         # SetTotalShape: at least 2 dims
+    (dict(group_index=None, weight_scale=np.ones(64, np.float32)), 161002),
+    (dict(group_index=None, quant_scale=np.ones(3, np.float32)), 161002),   # H or 1 elements
+    (dict(group_index=None, quant_scale=np.ones(64, np.float16)), 161002),  # float32 only without groups
     (dict(group_index=np.array([2, 2], np.int32)), 161002),
     (dict(group_index=np.array([3, 3], np.int64)), 161002),              # 6 rows > 4
     (dict(quant_offset=np.zeros((2, 64), np.float32)), 161002),          # offset in dynamic mode
@@ -147,7 +185,8 @@ def test_count_max_dim_limits():
     (dict(x=None), 161001),
 ])
 def test_checks(change, status):
-    kw = dict(x=np.zeros((4, 128), np.int32), weight_scale=np.ones((2, 128), np.float32),
+    ws_rows = 1 if "group_index" in change and change["group_index"] is None else 2
+    kw = dict(x=np.zeros((4, 128), np.int32), weight_scale=np.ones((ws_rows, 128), np.float32),
               activation_scale=np.ones(4, np.float32), group_index=np.array([2, 2], np.int64), quant_mode=1)
     kw.update(change)
     x = kw.pop("x")
@@ -170,3 +209,105 @@ def test_aclnn_v2():
                                                           None, -1, 0, 7.0, 1.702, 1.0, np.zeros((40, 64), np.int16),
                                                           s)
     assert st == 161002 and ex is None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# without group_index: the SwiGluTilingData kernels (tiling_base.cpp, dequant_swiglu_quant_dynamic_base.hpp)
+# ---------------------------------------------------------------------------------------------------------------
+
+def _ng_operands(T, D, bias, qs, asc, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-6000, 6000, (T, D), dtype=np.int32)
+    ws = (rng.random(D) * 0.01 + 1e-4).astype(np.float32)
+    a = (rng.random(T) * 0.1 + 0.01).astype(np.float32) if asc else None
+    b = None
+    if bias == "int32":
+        b = rng.integers(-2 ** 31, 2 ** 31 - 1, D, dtype=np.int64).astype(np.int32)   # wraps when added
+    elif bias is not None:
+        b = (rng.standard_normal(D) * 3).astype(bias)
+    q = None
+    if qs == "one":
+        q = np.array([0.75], np.float32)
+    elif qs == "H":
+        q = (rng.random(D // 2) + 0.5).astype(np.float32)
+    return x, ws, a, b, q
+
+
+# (T, D, bias, quant_scale, activation_scale): single-column rows (key 30006 / 30002 / 30005 / 30003), the
+# performance key 30013 (D <= 3072, no bias, activation_scale), rows wider than the UB (column tiles + workspace),
+# an odd number of rows per core, a colLen that is not 32-byte aligned
+NG_CASES = [
+    (40, 128, None, None, True),          # 30013
+    (13, 256, None, "H", False),          # 30006
+    (9, 192, "float32", "one", True),     # 30002
+    (6, 128, "int32", "H", True),         # 30005
+    (5, 136, "bfloat16", None, True),     # 30008
+    (3, 10002, "float16", "one", True),   # 30003, 2 column tiles of 3968 + a tail
+    (2, 9000, None, "H", False),          # 30006, 2 column tiles (4352 max tile -> 4224) + tail
+    (4, 70, None, None, True),            # colLen 35: not 32B aligned
+]
+
+
+@pytest.mark.parametrize("faithful", [False, True])
+@pytest.mark.parametrize("activate_left", [True, False])
+@pytest.mark.parametrize("T,D,bias,qs,asc", NG_CASES)
+def test_nogroup_bit_exact(T, D, bias, qs, asc, activate_left, faithful):
+    x, ws, a, b, q = _ng_operands(T, D, bias, qs, asc, seed=T * 7 + D)
+    got = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=a, bias=b, quant_scale=q,
+                                   activate_left=activate_left, quant_mode=1, faithful=faithful)
+    _check(got, G.dequant_swiglu_quant_nogroup(x, ws, a, bias=b, quant_scale=q, activate_left=activate_left))
+
+
+def test_nogroup_scale_is_max_over_127_and_codes_use_the_reciprocal():
+    """The stored scale is float32(max / 127), not max * float32(1 / 127) as with group_index, and the codes are
+    rint(v * float32(1 / scale)): find rows where either differs from the group kernel's formula."""
+    x, ws, a, _, _ = _ng_operands(64, 128, None, None, True, seed=11)
+    y, s = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=a, quant_mode=1)
+    gy, gs = G.dequant_swiglu_quant(x, ws[None], a, group_index=np.array([64], np.int64), quant_mode=1)
+    assert not np.array_equal(s.view(np.uint32), gs.view(np.uint32))
+    m = (s.astype(np.float64) * 127.0)        # the row max is recovered within one ulp either way
+    assert np.allclose(m, gs.astype(np.float64) * 127.0, rtol=1e-6)
+
+
+def test_nogroup_multicol_nan_row():
+    """A NaN in one column tile: the tile's max is NaN, the scalar compare (maxValue > reduceMax) skips it, so the
+    row's scale comes from the other tile; a single-tile row takes ReduceMax's NaN."""
+    x, ws, a, _, _ = _ng_operands(2, 9000, None, None, True, seed=12)
+    ws[10] = np.nan
+    got = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=a, quant_mode=1)
+    # baseColLen 4224 of colLen 4500: tile 1 holds columns 4224.. of each half; its golden alone gives the scale
+    cols = np.r_[4224:4500, 4500 + 4224:9000]
+    want_y, want_s = G.dequant_swiglu_quant_nogroup(x[:, cols], ws[cols], a, activate_left=False)
+    _check((got[0][:, 4224:], got[1]), (want_y, want_s))
+    assert got[0][:, 10].tolist() == [0, 0]      # the NaN element codes to 0
+    fa = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=a, quant_mode=1, faithful=True)
+    _check(got, fa)
+
+
+def test_nogroup_tiling():
+    """int32 [8192, 4096] dynamic, no bias, 910B2 (UB 196,352, 48 cores): maxTileLen = AlignDown(196352 // 45, 32)
+    = 4352 >= colLen 2048, one column tile; 48 cores; key 30006 (no activation scale: not the performance key)."""
+    tr = nogroup_tiling(8192, 2048, bias_dtype=None, quant_scale_size=0, activation_scale_empty=True,
+                        activate_left=True)
+    td = tr.tiling
+    assert (td.baseRowLen, td.baseColLen, td.usedCoreNum, tr.tiling_key) == (1, 2048, 48, 30006)
+    # colLen 5000, fp16 bias: 196352 // 49 = 4007 -> 4000 -> AlignDown(4000, 128) = 3968; 16 rows -> 16 cores
+    tr = nogroup_tiling(16, 5000, bias_dtype="float16", quant_scale_size=1, activation_scale_empty=True,
+                        activate_left=False)
+    assert (tr.tiling.baseColLen, tr.block_dim, tr.tiling_key) == (3968, 16, 30003)
+    # small shapes (colLen < 1536, rowLen < 128) use at most MIN_CORE 12 cores; the performance key
+    tr = nogroup_tiling(100, 512, bias_dtype=None, quant_scale_size=512, activation_scale_empty=False,
+                        activate_left=False)
+    assert (tr.block_dim, tr.tiling_key) == (12, 30013)
+
+
+def test_aclnn_v1_without_group_index():
+    x, ws, a, _, _ = _ng_operands(12, 128, None, None, True, seed=13)
+    y = np.full((12, 64), 9, np.int8)
+    s = np.full(12, 9, np.float32)
+    st, size, ex = aclnnDequantSwigluQuantGetWorkspaceSize(x, ws, a, None, None, None, None, False, "DYNAMIC", y, s)
+    assert st == 0
+    assert aclnnDequantSwigluQuant(None, size, ex) == 0
+    _check((y, s), G.dequant_swiglu_quant_nogroup(x, ws, a))
+    st, _, ex = aclnnDequantSwigluQuantGetWorkspaceSize(x, ws, a, None, None, None, None, False, None, y, s)
+    assert st == 561003 and ex is None           # quantModeOptional None = static: not emulated without groups
