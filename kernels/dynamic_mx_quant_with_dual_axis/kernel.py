@@ -46,6 +46,9 @@ from npu_emu.kernels.mx_quant.common import D_E1M2, D_E2M1, D_E4M3, D_E5M2, EMAX
 from npu_emu.device.specialize import const, load, njit
 
 _FN = dict(cache=True, error_model="numpy")
+# _segment has one call site: inlined, so that LLVM does not optimise it once more on its own (each non-inlined
+# function is optimised again, with what it calls, by its caller)
+_INL = dict(inline="always", cache=True, error_model="numpy")
 
 # read every switch before loading the mx_quant copy (a nested load resets the switches of this one)
 DST = const("DST")
@@ -181,7 +184,7 @@ def _fused_slice(xs, xb, n, nr, w, y1, y2, yb, ystride, s1, s1b, s1stride, s2, s
             _fp32_rows(xs, i, _0, _0, _1, np.int64(wt), r1[r * (SLICE_CHUNKS + 1) + nch:], _0, _0, y1, j, _0)
 
 
-@njit(**_FN)
+@njit(**_INL)
 def _segment(td, t, cbn, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, dcol, cok, r1, ddv, st1, dmax,
              p1, p2, r32, mlb32):
     """ProcessOneLoop of tasks t .. t + cbn - 1, consecutive column blocks of one row block (cbn = 1: one task,
