@@ -17,8 +17,14 @@ in two places, both carried by the switch vectors the launcher builds (docs/ops/
 §4): no tiny-block flush (code 0 with a non-zero maximum keeps the reciprocal 2^127: ``legacy``, and the non-dynamic
 zero tests of scale_alg 1 / 2), and the element multiply (y1: BF16 inputs in BF16; y2: FP8 in FP32, FP4 in BF16).
 
-Specialised like kernels/mx_quant/kernel.py: ``DST`` (D_* kind) and ``MODE`` (M_FAST / M_ELEMENT) are constants of
-each copy, loaded by :func:`device`. Cores write disjoint GM ranges.
+MindSpeed's call (BF16 input, rint, OCP scales: M_FAST) takes the fused walk instead (``FUSED``, _fused_slice): the
+group in slices of 256 columns, one pass forming both axes' maxima and scales, a second casting each 32-element
+chunk for both axes while the slice is in L1, through the same 16-bit vector forms and FP32 loops of kernels/mx_quant;
+x is read from memory once (docs/ops/dynamic_mx_quant_with_dual_axis.md §6).
+
+Specialised like kernels/mx_quant/kernel.py: ``DST`` (D_* kind), ``MODE`` (M_FAST / M_ELEMENT) and ``FUSED`` are
+constants of each copy, loaded by :func:`device`, so a call compiles one format and one walk. Cores write disjoint
+GM ranges.
 """
 
 import numpy as np
