@@ -48,7 +48,8 @@ from npu_emu.dtypes.vector import (
 )
 from npu_emu.kernels.mx_quant import kernel as mx_kernel
 from npu_emu.kernels.mx_quant import launch as mx_launch
-from npu_emu.kernels.mx_quant.common import D_E1M2, D_E2M1, D_E4M3, D_E5M2, EMAX_OF, P_LEGACY, _0, _1, _ocp_code_recip
+from npu_emu.kernels.mx_quant.common import D_E1M2, D_E2M1, D_E4M3, D_E5M2, EMAX_OF, P_LEGACY, _0, _1, _copy_in, \
+    _copy_out, _ocp_code_recip
 from npu_emu.device.specialize import const, load, njit
 
 _FN = dict(cache=True, error_model="numpy")
@@ -60,6 +61,7 @@ _INL = dict(inline="always", cache=True, error_model="numpy")
 DST = const("DST")
 MODE = const("MODE")
 FUSED = bool(const("FUSED", False))
+FAITHFUL = MODE == mx_kernel.M_FAITHFUL
 FP4 = DST is not None and DST >= D_E2M1
 _MX = mx_launch.device(DST, MODE) if DST is not None else None
 _column_blocks = _MX._column_blocks if _MX is not None else None
@@ -79,7 +81,8 @@ FULL_FIRST = 9
 def device(dst, mode, fused=False):
     """This module specialised for output kind ``dst`` (D_*), path ``mode`` (mx_quant's M_FAST / M_ELEMENT) and
     ``fused`` (the one-pass OCP walk of M_FAST, :func:`_fused_slice`; only its code compiles)."""
-    if dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (mx_kernel.M_FAST, mx_kernel.M_ELEMENT):
+    if dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (mx_kernel.M_FAST, mx_kernel.M_ELEMENT,
+                                                                     mx_kernel.M_FAITHFUL):
         raise ValueError(f"no dual-axis MX kernel for dst={dst!r}, mode={mode!r}")
     if fused and mode != mx_kernel.M_FAST:
         raise ValueError("the fused dual-axis walk is M_FAST's")
@@ -190,9 +193,43 @@ def _fused_slice(xs, xb, n, nr, w, y1, y2, yb, ystride, s1, s1b, s1stride, s2, s
             _fp32_rows(xs, i, _0, _0, _1, np.int64(wt), r1[r * (SLICE_CHUNKS + 1) + nch:], _0, _0, y1, j, _0)
 
 
+@njit(**_FN)
+def _staged_task(x_gm, y1_gm, s1_gm, y2_gm, s2_gm, ub_x, ub_y1, ub_y2, ub_s1, ub_s2, x0, y0, s10, s20, n, ystride,
+                 s1cols, nrows, ncols, at_end, nblk, last, pad, scr, scr16, recips, todo, p1, p2, r32, mlb32):
+    """One task staged through UB as the arch35 kernel does (``faithful=True``): CopyIn of the nrows x ncols x tile
+    (DataCopyPad, rows padded to 32 bytes), ComputeAll on the UB tile (per 32-row group: the column blocks to the
+    scale2 pair rows, each row's 32-column blocks to the scale1 rows, the MX family's per-element arithmetic), then
+    CopyOut of y1, y2, the scale1 row pieces and the scale2 pair rows (DataCopyPad UB -> GM)."""
+    bs = np.int64(BLOCK)
+    xp = (ncols * 2 + 31) // 32 * 32 // 2                       # UB row pitch of x, in elements
+    yb = ncols // 2 if FP4 else ncols                           # y bytes of a row
+    yp = (yb + 31) // 32 * 32
+    s1b = nblk + pad
+    s1p = (s1b + 31) // 32 * 32
+    s2w = 2 * ncols
+    s2p = (s2w + 31) // 32 * 32
+    _copy_in(ub_x, x_gm[x0:], nrows, ncols * 2, (n - ncols) * 2)
+    for g0 in range(0, nrows, bs):
+        g1 = min(g0 + bs, nrows)
+        slot = (g0 // bs) % 2                                   # row0 is a multiple of 64: the group's pair slot
+        sb = (g0 // (2 * bs)) * s2p
+        _column_blocks(ub_x, _0, xp, g0, g1, ncols, ub_y2, _0, yp, ub_s2, sb, slot, scr, scr16, recips, p2, r32,
+                       mlb32)
+        if slot == 0 and g1 == nrows and at_end:
+            for j in range(ncols):
+                ub_s2[sb + 2 * j + 1] = 0
+        for r in range(g0, g1):
+            _row_blocks(ub_x, r * xp, nblk, bs, last, pad, ub_y1, r * yp, ub_s1, r * s1p, scr, recips, todo, p1, r32,
+                        mlb32)
+    _copy_out(y1_gm[y0:], ub_y1, nrows, yb, ystride - yb)
+    _copy_out(y2_gm[y0:], ub_y2, nrows, yb, ystride - yb)
+    _copy_out(s1_gm[s10:], ub_s1, nrows, s1b, s1cols - s1b)
+    _copy_out(s2_gm[s20:], ub_s2, (nrows + 2 * bs - 1) // (2 * bs), s2w, 2 * n - s2w)
+
+
 @njit(**_INL)
 def _segment(td, t, cbn, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, dcol, cok, r1, ddv, st1, dmax,
-             p1, p2, r32, mlb32):
+             ub_x, ub_y1, ub_y2, ub_s1, ub_s2, p1, p2, r32, mlb32):
     """ProcessOneLoop of tasks t .. t + cbn - 1, consecutive column blocks of one row block (cbn = 1: one task,
     as the device runs it): the rows in 32-row groups, both axes from each group (``FUSED``: in slices of SLICE
     columns through _fused_slice)."""
@@ -214,6 +251,12 @@ def _segment(td, t, cbn, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, t
     pad = nblk % 2                                               # only the last column block can be odd
     last = ncols - (nblk - 1) * bs
     legacy = p1[P_LEGACY] != 0
+    if FAITHFUL:
+        _staged_task(x_gm, y1_gm, s1_gm, y2_gm, s2_gm, ub_x, ub_y1, ub_y2, ub_s1, ub_s2, xbase + row0 * n,
+                     ybase + row0 * ystride, (batch * m + row0) * s1cols + c0 // bs,
+                     ((batch * s2pairs + row0 // (2 * bs)) * n + c0) * 2, n, ystride, s1cols, nrows, ncols,
+                     row0 + nrows == m, nblk, last, pad, scr, scr16, recips, todo, p1, p2, r32, mlb32)
+        return
     for g0 in range(row0, row0 + nrows, bs):
         g1 = min(g0 + bs, row0 + nrows)
         grp = g0 // bs
@@ -266,12 +309,20 @@ def _core(core, td, merge, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2, r32, mlb32)
     ddv = np.empty(LANES if FUSED else 0, np.int16)
     st1 = np.empty(BLOCK * SLICE_CHUNKS if FUSED else 0, np.int64)
     dmax = np.empty(SLICE_CHUNKS if FUSED else 0, np.int64)
+    # UB of the staged path (FAITHFUL): one task's x tile, y1 / y2 tiles, scale1 rows, scale2 pair rows (32-byte
+    # row pitches, as DataCopyPad lays them out; single-buffered: double buffering changes timing, not values)
+    hb = td.splitBlockH if FAITHFUL else 0
+    ub_x = np.empty(hb * td.blockW, np.uint16)
+    ub_y1 = np.empty(hb * td.blockW, np.uint8)
+    ub_y2 = np.empty(hb * td.blockW, np.uint8)
+    ub_s1 = np.empty(hb * 32, np.uint8)
+    ub_s2 = np.empty((hb + 2 * BLOCK - 1) // (2 * BLOCK) * ((2 * td.blockW + 31) // 32 * 32), np.uint8)
     nb1 = td.dimNeg1BlockNum
     t = first
     while t < first + count:
         cbn = min(nb1 - t % nb1, first + count - t, span)
         _segment(td, np.int64(t), np.int64(cbn), x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, dcol,
-                 cok, r1, ddv, st1, dmax, p1, p2, r32, mlb32)
+                 cok, r1, ddv, st1, dmax, ub_x, ub_y1, ub_y2, ub_s1, ub_s2, p1, p2, r32, mlb32)
         t += cbn
 
 
