@@ -36,14 +36,14 @@ def _switches(signed_zero, ftz, fp4_nibble_order):
 
 
 def _run(xa, x_dtype, y_dtype, round_mode, scale_alg, dst_type_max, *, soc, signed_zero, ftz, fp4_nibble_order,
-         core_num, ub_size, validate, device_walk=False):
+         core_num, ub_size, validate, device_walk=False, faithful=False):
     """-> (y1, mxscale1, y2, mxscale2 flat uint8, TilingResult, overruns) for checked, non-empty input."""
     shape = tuple(xa.shape)
     tr = memo.call(tiling_mod.dual_axis_tiling, shape, y_dtype=y_dtype, round_mode=round_mode, scale_alg=scale_alg,
                    dst_type_max=dst_type_max, soc=soc, core_num=core_num, ub_size=ub_size)
     p1, p2, r32 = launch.make_axis_params(x_dtype=x_dtype, y_dtype=y_dtype, round_mode=round_mode,
                                           scale_alg=scale_alg, dst_type_max=dst_type_max, signed_zero=signed_zero,
-                                          ftz=ftz, fp4_nibble_order=fp4_nibble_order)
+                                          ftz=ftz, fp4_nibble_order=fp4_nibble_order, faithful=faithful)
     total = xa.size
     ybytes = total // 2 if y_dtype in FP4 else total
     s1_shape, s2_shape = checks.scale_shapes(shape)
@@ -63,7 +63,8 @@ def _y_view(y, shape, y_dtype):
 
 def npu_dynamic_mx_quant_with_dual_axis(input, *, round_mode="rint", dst_type=296, scale_alg=0, dst_type_max=0.0,
                                         soc=DEFAULT_SOC, signed_zero=True, ftz=False, fp4_nibble_order="low_first",
-                                        core_num=None, ub_size=None, device_walk=False, validate=True, trace=False):
+                                        core_num=None, ub_size=None, device_walk=False, faithful=False, validate=True,
+                                        trace=False):
     """torch_npu.npu_dynamic_mx_quant_with_dual_axis(input, ...) -> (y1, mxscale1, y2, mxscale2): MX quantisation
     of an fp16/bf16 tensor of rank 2-7 in blocks of 32 along axis -1 (y1, mxscale1) and axis -2 (y2, mxscale2).
 
@@ -72,8 +73,9 @@ def npu_dynamic_mx_quant_with_dual_axis(input, *, round_mode="rint", dst_type=29
     dst_type_max 0 or [6, 12]: the call goes to aclnnDynamicMxQuantWithDualAxisV2). Emulator keywords: ``soc``
     (Ascend 950 only, else 361001), the codec switches ``signed_zero``, ``ftz``, ``fp4_nibble_order``
     (docs/ops/mx_quant.md §1), ``core_num`` / ``ub_size`` (tiling only), ``device_walk`` (each core walks its tasks
-    one by one as the device does, instead of a row block's tasks as one segment; same values), ``validate``,
-    ``trace``.
+    one by one as the device does, instead of a row block's tasks as one segment; same values), ``faithful``
+    (every task staged through UB as the arch35 kernel does, DataCopyPad in and out, per-element arithmetic; same
+    values, slower), ``validate``, ``trace``.
     """
     origin = Origin()
     xa = as_array(input, "input", origin=origin)
@@ -97,7 +99,7 @@ def npu_dynamic_mx_quant_with_dual_axis(input, *, round_mode="rint", dst_type=29
         y1, s1, y2, s2, tr, overruns = _run(xa, x_desc.dtype, y_dtype, round_mode, scale_alg, dst_type_max, soc=soc,
                                             signed_zero=signed_zero, ftz=ftz, fp4_nibble_order=fp4_nibble_order,
                                             core_num=core_num, ub_size=ub_size, validate=validate,
-                                            device_walk=device_walk)
+                                            device_walk=device_walk, faithful=bool(faithful))
     result = (to_user(_y_view(y1, xa.shape, y_dtype), origin), to_user(s1.reshape(s1_shape), origin),
               to_user(_y_view(y2, xa.shape, y_dtype), origin), to_user(s2.reshape(s2_shape), origin))
     if trace:

@@ -1,5 +1,6 @@
 """The compile configurations of DynamicMxQuantWithDualAxis (``npu-emu compile``, declared in op.py): one tiny call
-per output format and path (bf16 / rint: the vectorised path; float16 or another round mode: the element path)."""
+per output format and path (bf16 / rint / OCP: the fused walk; bf16 / rint with scale_alg 1 or 2: the vectorised
+per-axis walk; float16 or another round mode: the element path)."""
 
 import numpy as np
 
@@ -29,3 +30,6 @@ for _dst in _DST:
 for _dst in ("fp4_e2m1", "fp4_e1m2"):
     config(f"dynamic_mx_quant_with_dual_axis.{_dst}_floor",
            f"npu_dynamic_mx_quant_with_dual_axis bf16 -> {_dst}, floor")(_dual(_dst, round_mode="floor"))
+for _dst, _alg in (("e4m3", 1), ("e5m2", 1), ("fp4_e2m1", 2)):
+    config(f"dynamic_mx_quant_with_dual_axis.{_dst}_alg{_alg}",
+           f"npu_dynamic_mx_quant_with_dual_axis bf16 -> {_dst}, scale_alg {_alg}")(_dual(_dst, scale_alg=_alg))

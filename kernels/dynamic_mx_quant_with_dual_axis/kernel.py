@@ -17,43 +17,222 @@ in two places, both carried by the switch vectors the launcher builds (docs/ops/
 §4): no tiny-block flush (code 0 with a non-zero maximum keeps the reciprocal 2^127: ``legacy``, and the non-dynamic
 zero tests of scale_alg 1 / 2), and the element multiply (y1: BF16 inputs in BF16; y2: FP8 in FP32, FP4 in BF16).
 
-Specialised like kernels/mx_quant/kernel.py: ``DST`` (D_* kind) and ``MODE`` (M_FAST / M_ELEMENT) are constants of
-each copy, loaded by :func:`device`. Cores write disjoint GM ranges.
+MindSpeed's call (BF16 input, rint, OCP scales: M_FAST) takes the fused walk instead (``FUSED``, _fused_slice): the
+group in slices of 256 columns, one pass forming both axes' maxima and scales, a second casting each 32-element
+chunk for both axes while the slice is in L1, through the same 16-bit vector forms and FP32 loops of kernels/mx_quant;
+x is read from memory once (docs/ops/dynamic_mx_quant_with_dual_axis.md §6).
+
+Specialised like kernels/mx_quant/kernel.py: ``DST`` (D_* kind), ``MODE`` (M_FAST / M_ELEMENT) and ``FUSED`` are
+constants of each copy, loaded by :func:`device`, so a call compiles one format and one walk. Cores write disjoint
+GM ranges.
 """
 
 import numpy as np
 from numba import prange
 
 from npu_emu.device.jit_options import PARALLEL
+from npu_emu.dtypes.scalar import u32_as_f32
+from npu_emu.dtypes.vector import (
+    LANES,
+    bf16_masked_max32,
+    e1m2_pow2_full32,
+    e1m2_pow2_full_cols32,
+    e2m1_pow2_full32,
+    e2m1_pow2_full_cols32,
+    e4m3_pow2_full_cols32,
+    e4m3_pow2_normal32,
+    e4m3_pow2_normal_cols32,
+    e5m2_pow2_full_cols32,
+    e5m2_pow2_normal32,
+    e5m2_pow2_normal_cols32,
+)
 from npu_emu.kernels.mx_quant import kernel as mx_kernel
 from npu_emu.kernels.mx_quant import launch as mx_launch
-from npu_emu.kernels.mx_quant.common import D_E1M2, D_E2M1, D_E4M3, D_E5M2
+from npu_emu.kernels.mx_quant.common import D_E1M2, D_E2M1, D_E4M3, D_E5M2, EMAX_OF, P_LEGACY, _0, _1, _copy_in, \
+    _copy_out, _ocp_code_recip
 from npu_emu.device.specialize import const, load, njit
 
-_INL = dict(inline="always", cache=True, error_model="numpy")
 _FN = dict(cache=True, error_model="numpy")
+# _segment has one call site: inlined, so that LLVM does not optimise it once more on its own (each non-inlined
+# function is optimised again, with what it calls, by its caller)
+_INL = dict(inline="always", cache=True, error_model="numpy")
 
 # read every switch before loading the mx_quant copy (a nested load resets the switches of this one)
 DST = const("DST")
 MODE = const("MODE")
+FUSED = bool(const("FUSED", False))
+FAITHFUL = MODE == mx_kernel.M_FAITHFUL
 FP4 = DST is not None and DST >= D_E2M1
 _MX = mx_launch.device(DST, MODE) if DST is not None else None
 _column_blocks = _MX._column_blocks if _MX is not None else None
 _row_blocks = _MX._row_blocks if _MX is not None else None
+_fp32_rows = _MX._fp32_rows if _MX is not None else None
+_pow2_shift = _MX._pow2_shift if _MX is not None else None
+EM = EMAX_OF[DST] if DST is not None else 0
 BLOCK = 32
+# columns of one slice of the fused walk: a 32-row group of them (16 KiB of BF16) stays in L1 between the maxima
+# pass and the casts of both axes; the device's blockW
+SLICE = 1024
+SLICE_CHUNKS = SLICE // LANES
+YCHUNK = LANES // 2 if FP4 else LANES          # y bytes of one 32-element chunk
+FULL_FIRST = 9
 
 
-def device(dst, mode):
-    """This module specialised for output kind ``dst`` (D_*) and path ``mode`` (mx_quant's M_FAST / M_ELEMENT)."""
-    if dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (mx_kernel.M_FAST, mx_kernel.M_ELEMENT):
+def device(dst, mode, fused=False):
+    """This module specialised for output kind ``dst`` (D_*), path ``mode`` (mx_quant's M_FAST / M_ELEMENT) and
+    ``fused`` (the one-pass OCP walk of M_FAST, :func:`_fused_slice`; only its code compiles)."""
+    if dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (mx_kernel.M_FAST, mx_kernel.M_ELEMENT,
+                                                                     mx_kernel.M_FAITHFUL):
         raise ValueError(f"no dual-axis MX kernel for dst={dst!r}, mode={mode!r}")
-    return load(__name__.split("[")[0], DST=int(dst), MODE=int(mode))
+    if fused and mode != mx_kernel.M_FAST:
+        raise ValueError("the fused dual-axis walk is M_FAST's")
+    return load(__name__.split("[")[0], DST=int(dst), MODE=int(mode), FUSED=int(bool(fused)))
+
+
+@njit(**_FN)
+def _fused_slice(xs, xb, n, nr, w, y1, y2, yb, ystride, s1, s1b, s1stride, s2, s2b, slot, legacy, cmax, dcol, cok,
+                 recips, r1, ddv, st1, dmax):
+    """``nr`` (<= 32) rows x ``w`` (<= SLICE) columns from xs[xb] (row stride n) of BF16 input with OCP scales, both
+    axes in two passes over the slice while it is in L1 (M_FAST, ``FUSED``): the first forms the column maxima
+    (axis -2: one block per column) and each row's 32-column block maxima (axis -1), the scale codes and
+    reciprocals of both; the second casts each 32-element chunk twice, y2 with one shift per column and y1 with
+    its row block's shift, in mx_quant's 16-bit vector forms (FP8: the normal-only form, the chunk formed again by
+    the full form when it flags a lane). Chunks whose reciprocals those forms do not take (zero, Inf/NaN and extreme
+    blocks), and the tail of fewer than 32 columns, go through mx_quant's FP32 loops (_fp32_rows). The arithmetic is
+    that of _column_blocks + _row_blocks on M_FAST (the same helpers; tests/kernels/dynamic_mx_quant_with_dual_axis
+    compare both walks). Row r's codes: mxscale1 from s1[s1b + r * s1stride], mxscale2 of column j at
+    s2[s2b + 2 * j + slot]; y rows from yb, ystride apart (FP4 packed)."""
+    nch = w // LANES
+    wt = w - nch * LANES
+    okc = cok[SLICE_CHUNKS:SLICE_CHUNKS + w]          # per-column verdicts after the chunk ones
+    mask = np.uint16(0x7F80)
+    for j in range(w):
+        cmax[j] = 0
+    for r in range(nr):
+        row = xb + r * n
+        xr = xs[row:row + w]
+        for j in range(w):
+            cmax[j] = max(np.uint16(xr[j] & mask), cmax[j])
+        for c in range(nch):
+            e1 = np.int64(bf16_masked_max32(xs, row + c * LANES, mask)) >> 7
+            code, rb = _ocp_code_recip(e1, EM, legacy)
+            st1[r * SLICE_CHUNKS + c] = e1
+            s1[s1b + r * s1stride + c] = np.uint8(code)
+            r1[r * (SLICE_CHUNKS + 1) + c] = u32_as_f32(np.uint32(rb << 16))
+        if wt > 0:
+            m = np.uint16(0)
+            for i in range(nch * LANES, w):
+                m = max(m, np.uint16(xr[i] & mask))
+            code, rb = _ocp_code_recip(np.int64(m) >> 7, EM, legacy)
+            s1[s1b + r * s1stride + nch] = np.uint8(code)
+            r1[r * (SLICE_CHUNKS + 1) + nch] = u32_as_f32(np.uint32(rb << 16))
+    # column scales without branches (the loop vectorises), then each chunk's verdicts
+    for j in range(w):
+        code, rb = _ocp_code_recip(np.int64(cmax[j]) >> 7, EM, legacy)
+        s2[s2b + 2 * j + slot] = np.uint8(code)
+        rc = u32_as_f32(np.uint32(rb << 16))
+        recips[j] = rc
+        d, ok = _pow2_shift(rc)
+        dcol[j] = d
+        okc[j] = ok
+    for c in range(nch):
+        good = True
+        top = np.int16(-32768)
+        for l in range(c * LANES, c * LANES + LANES):
+            good &= okc[l]
+            top = max(top, dcol[l])
+        cok[c] = good
+        dmax[c] = top
+    for r in range(nr):
+        row = xb + r * n
+        yrow = yb + r * ystride
+        for c in range(nch):
+            i = row + c * LANES
+            k = c * LANES
+            j = yrow + c * YCHUNK
+            # FP8 column chunks: the normal-only form, or straight the full form when the chunk's largest product
+            # lies within FULL_FIRST binades of the format's normal range, where the normal-only form would flag
+            # it most of the time (the two forms give the same codes wherever the normal-only one does not flag)
+            if cok[c]:
+                full = (st1[r * SLICE_CHUNKS + c] << 7) + 127 + dmax[c] < 128 * (1 + FULL_FIRST)
+                if DST == D_E4M3:
+                    if full or e4m3_pow2_normal_cols32(xs, i, y2, j, dcol, k):
+                        e4m3_pow2_full_cols32(xs, i, y2, j, dcol, k)
+                elif DST == D_E5M2:
+                    if full or e5m2_pow2_normal_cols32(xs, i, y2, j, dcol, k):
+                        e5m2_pow2_full_cols32(xs, i, y2, j, dcol, k)
+                elif DST == D_E2M1:
+                    e2m1_pow2_full_cols32(xs, i, y2, j, dcol, k)
+                else:
+                    e1m2_pow2_full_cols32(xs, i, y2, j, dcol, k)
+            else:
+                _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), recips[k:], _0, _1, y2, j, _0)
+            ri = r * (SLICE_CHUNKS + 1) + c
+            dd, ok = _pow2_shift(r1[ri])
+            if ok:
+                if DST == D_E4M3:
+                    if e4m3_pow2_normal32(xs, i, y1, j, dd):
+                        for t in range(LANES):
+                            ddv[t] = dd
+                        e4m3_pow2_full_cols32(xs, i, y1, j, ddv, _0)
+                elif DST == D_E5M2:
+                    if e5m2_pow2_normal32(xs, i, y1, j, dd):
+                        for t in range(LANES):
+                            ddv[t] = dd
+                        e5m2_pow2_full_cols32(xs, i, y1, j, ddv, _0)
+                elif DST == D_E2M1:
+                    e2m1_pow2_full32(xs, i, y1, j, dd)
+                else:
+                    e1m2_pow2_full32(xs, i, y1, j, dd)
+            else:
+                _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), r1[ri:], _0, _0, y1, j, _0)
+        if wt > 0:
+            i = row + nch * LANES
+            j = yrow + nch * YCHUNK
+            _fp32_rows(xs, i, _0, _0, _1, np.int64(wt), recips[nch * LANES:], _0, _1, y2, j, _0)
+            _fp32_rows(xs, i, _0, _0, _1, np.int64(wt), r1[r * (SLICE_CHUNKS + 1) + nch:], _0, _0, y1, j, _0)
+
+
+@njit(**_FN)
+def _staged_task(x_gm, y1_gm, s1_gm, y2_gm, s2_gm, ub_x, ub_y1, ub_y2, ub_s1, ub_s2, x0, y0, s10, s20, n, ystride,
+                 s1cols, nrows, ncols, at_end, nblk, last, pad, scr, scr16, recips, todo, p1, p2, r32, mlb32):
+    """One task staged through UB as the arch35 kernel does (``faithful=True``): CopyIn of the nrows x ncols x tile
+    (DataCopyPad, rows padded to 32 bytes), ComputeAll on the UB tile (per 32-row group: the column blocks to the
+    scale2 pair rows, each row's 32-column blocks to the scale1 rows, the MX family's per-element arithmetic), then
+    CopyOut of y1, y2, the scale1 row pieces and the scale2 pair rows (DataCopyPad UB -> GM)."""
+    bs = np.int64(BLOCK)
+    xp = (ncols * 2 + 31) // 32 * 32 // 2                       # UB row pitch of x, in elements
+    yb = ncols // 2 if FP4 else ncols                           # y bytes of a row
+    yp = (yb + 31) // 32 * 32
+    s1b = nblk + pad
+    s1p = (s1b + 31) // 32 * 32
+    s2w = 2 * ncols
+    s2p = (s2w + 31) // 32 * 32
+    _copy_in(ub_x, x_gm[x0:], nrows, ncols * 2, (n - ncols) * 2)
+    for g0 in range(0, nrows, bs):
+        g1 = min(g0 + bs, nrows)
+        slot = (g0 // bs) % 2                                   # row0 is a multiple of 64: the group's pair slot
+        sb = (g0 // (2 * bs)) * s2p
+        _column_blocks(ub_x, _0, xp, g0, g1, ncols, ub_y2, _0, yp, ub_s2, sb, slot, scr, scr16, recips, p2, r32,
+                       mlb32)
+        if slot == 0 and g1 == nrows and at_end:
+            for j in range(ncols):
+                ub_s2[sb + 2 * j + 1] = 0
+        for r in range(g0, g1):
+            _row_blocks(ub_x, r * xp, nblk, bs, last, pad, ub_y1, r * yp, ub_s1, r * s1p, scr, recips, todo, p1, r32,
+                        mlb32)
+    _copy_out(y1_gm[y0:], ub_y1, nrows, yb, ystride - yb)
+    _copy_out(y2_gm[y0:], ub_y2, nrows, yb, ystride - yb)
+    _copy_out(s1_gm[s10:], ub_s1, nrows, s1b, s1cols - s1b)
+    _copy_out(s2_gm[s20:], ub_s2, (nrows + 2 * bs - 1) // (2 * bs), s2w, 2 * n - s2w)
 
 
 @njit(**_INL)
-def _segment(td, t, cbn, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, p1, p2, r32, mlb32):
+def _segment(td, t, cbn, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, dcol, cok, r1, ddv, st1, dmax,
+             ub_x, ub_y1, ub_y2, ub_s1, ub_s2, p1, p2, r32, mlb32):
     """ProcessOneLoop of tasks t .. t + cbn - 1, consecutive column blocks of one row block (cbn = 1: one task,
-    as the device runs it): the rows in 32-row groups, both axes from each group."""
+    as the device runs it): the rows in 32-row groups, both axes from each group (``FUSED``: in slices of SLICE
+    columns through _fused_slice)."""
     m, n, bs = td.dimNeg2, td.dimNeg1, td.blockSize
     nb1 = td.dimNeg1BlockNum
     cb = t % nb1
@@ -71,25 +250,43 @@ def _segment(td, t, cbn, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, t
     nblk = (ncols + bs - 1) // bs
     pad = nblk % 2                                               # only the last column block can be odd
     last = ncols - (nblk - 1) * bs
+    legacy = p1[P_LEGACY] != 0
+    if FAITHFUL:
+        _staged_task(x_gm, y1_gm, s1_gm, y2_gm, s2_gm, ub_x, ub_y1, ub_y2, ub_s1, ub_s2, xbase + row0 * n,
+                     ybase + row0 * ystride, (batch * m + row0) * s1cols + c0 // bs,
+                     ((batch * s2pairs + row0 // (2 * bs)) * n + c0) * 2, n, ystride, s1cols, nrows, ncols,
+                     row0 + nrows == m, nblk, last, pad, scr, scr16, recips, todo, p1, p2, r32, mlb32)
+        return
     for g0 in range(row0, row0 + nrows, bs):
         g1 = min(g0 + bs, row0 + nrows)
         grp = g0 // bs
         # -2 axis: one block per column over the group's rows; code of column j to [batch, grp // 2, c0 + j, grp % 2]
         s2b = ((batch * s2pairs + grp // 2) * n + c0) * 2
-        _column_blocks(x_gm, xbase, n, g0, g1, ncols, y2_gm, ybase, ystride, s2_gm, s2b, grp % 2, scr, scr16,
-                       recips, p2, r32, mlb32)
+        if FUSED:
+            for cs in range(0, ncols, SLICE):
+                _fused_slice(x_gm, xbase + g0 * n + cs, n, g1 - g0, min(SLICE, ncols - cs), y1_gm, y2_gm,
+                             ybase + g0 * ystride + (cs // 2 if FP4 else cs), ystride, s1_gm,
+                             (batch * m + g0) * s1cols + (c0 + cs) // bs, s1cols, s2_gm, s2b + 2 * cs, grp % 2,
+                             legacy, scr16, dcol, cok, recips, r1, ddv, st1, dmax)
+            for r in range(g0, g1 if pad else g0):
+                s1_gm[(batch * m + r) * s1cols + c0 // bs + nblk] = 0
+        else:
+            _column_blocks(x_gm, xbase, n, g0, g1, ncols, y2_gm, ybase, ystride, s2_gm, s2b, grp % 2, scr, scr16,
+                           recips, p2, r32, mlb32)
         if grp % 2 == 0 and g1 == m:
             # the odd last group's pair slot (dimNeg2IsOdd): the device interleaves a stale tmpScale2 row here
             # (undefined); npu-emu writes the documented pad 0x00
             for j in range(ncols):
                 s2_gm[s2b + 2 * j + 1] = 0
-        # -1 axis: each row's 32-column blocks, codes to [batch, row, c0 / 32 ...] (+ the 0x00 pad of an odd count)
-        for r in range(g0, g1):
-            _row_blocks(x_gm, xbase + r * n, nblk, bs, last, pad, y1_gm, ybase + r * ystride,
-                        s1_gm, (batch * m + r) * s1cols + c0 // bs, scr, recips, todo, p1, r32, mlb32)
+        if not FUSED:
+            # -1 axis: each row's 32-column blocks, codes to [batch, row, c0 / 32 ...] (+ the 0x00 pad of an odd
+            # count)
+            for r in range(g0, g1):
+                _row_blocks(x_gm, xbase + r * n, nblk, bs, last, pad, y1_gm, ybase + r * ystride,
+                            s1_gm, (batch * m + r) * s1cols + c0 // bs, scr, recips, todo, p1, r32, mlb32)
 
 
-@njit(**_INL)
+@njit(**_FN)
 def _core(core, td, merge, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2, r32, mlb32):
     """Process(): the core's contiguous run of tasks (InitParams' head / tail split). ``merge`` > 1: up to that
     many of the core's consecutive tasks of one row block run as one segment (the same blocks in fewer and longer
@@ -101,17 +298,31 @@ def _core(core, td, merge, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2, r32, mlb32)
         first = td.headCoreNum * td.blockPerHeadCore + (core - td.headCoreNum) * td.blockPerTailCore
         count = td.blockPerTailCore
     span = max(np.int64(1), min(merge, td.dimNeg1BlockNum))
-    w = span * td.blockW
-    scr = np.empty(w, np.int64)
+    w = SLICE if FUSED else span * td.blockW
+    scr = np.empty(0 if FUSED else w, np.int64)
     scr16 = np.empty(w, np.uint16)
     recips = np.empty(w, np.float32)
-    todo = np.empty(w // td.blockSize, np.int8)
+    todo = np.empty(0 if FUSED else w // td.blockSize, np.int8)
+    dcol = np.empty(w if FUSED else 0, np.int16)
+    cok = np.empty(SLICE_CHUNKS + SLICE if FUSED else 0, np.bool_)
+    r1 = np.empty(BLOCK * (SLICE_CHUNKS + 1) if FUSED else 0, np.float32)
+    ddv = np.empty(LANES if FUSED else 0, np.int16)
+    st1 = np.empty(BLOCK * SLICE_CHUNKS if FUSED else 0, np.int64)
+    dmax = np.empty(SLICE_CHUNKS if FUSED else 0, np.int64)
+    # UB of the staged path (FAITHFUL): one task's x tile, y1 / y2 tiles, scale1 rows, scale2 pair rows (32-byte
+    # row pitches, as DataCopyPad lays them out; single-buffered: double buffering changes timing, not values)
+    hb = td.splitBlockH if FAITHFUL else 0
+    ub_x = np.empty(hb * td.blockW, np.uint16)
+    ub_y1 = np.empty(hb * td.blockW, np.uint8)
+    ub_y2 = np.empty(hb * td.blockW, np.uint8)
+    ub_s1 = np.empty(hb * 32, np.uint8)
+    ub_s2 = np.empty((hb + 2 * BLOCK - 1) // (2 * BLOCK) * ((2 * td.blockW + 31) // 32 * 32), np.uint8)
     nb1 = td.dimNeg1BlockNum
     t = first
     while t < first + count:
         cbn = min(nb1 - t % nb1, first + count - t, span)
-        _segment(td, np.int64(t), np.int64(cbn), x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, p1, p2,
-                 r32, mlb32)
+        _segment(td, np.int64(t), np.int64(cbn), x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, dcol,
+                 cok, r1, ddv, st1, dmax, ub_x, ub_y1, ub_y2, ub_s1, ub_s2, p1, p2, r32, mlb32)
         t += cbn
 
 

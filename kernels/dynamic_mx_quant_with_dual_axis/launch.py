@@ -4,7 +4,9 @@ tiling implies (validated before the kernel runs), and the launch itself. Device
 import numpy as np
 
 from npu_emu.kernels.dynamic_mx_quant_with_dual_axis import kernel, tiling as tiling_mod
-from npu_emu.kernels.mx_quant.common import ALG_OCP, ALG_RANGE, ALG_RCEIL, ALG_RCEIL_NOSUB, P_DST, D_E2M1, make_params
+from npu_emu.kernels.mx_quant.common import ALG_OCP, ALG_RANGE, ALG_RCEIL, ALG_RCEIL_NOSUB, P_ALG, P_DST, D_E2M1, \
+    make_params
+from npu_emu.kernels.mx_quant.kernel import M_FAITHFUL, M_FAST
 from npu_emu.kernels.mx_quant.launch import _expand_rows, mode_of
 from npu_emu.kernels.mx_quant.tiling import inv_dst_type_max
 from npu_emu.device.launch import checked_access, launch
@@ -27,7 +29,8 @@ def scale_alg_of(scale_alg, y_dtype, dst_type_max):
     return ALG_RCEIL_NOSUB, 0, float(np.float32(1.0 / d))
 
 
-def make_axis_params(*, x_dtype, y_dtype, round_mode, scale_alg, dst_type_max, signed_zero, ftz, fp4_nibble_order):
+def make_axis_params(*, x_dtype, y_dtype, round_mode, scale_alg, dst_type_max, signed_zero, ftz, fp4_nibble_order,
+                     faithful=False):
     """(p1, p2, r32): the mx_quant switch vectors of axis -1 and axis -2. Both: no tiny-block flush (legacy OCP
     reciprocal 2^127; the non-dynamic zero tests), the integer maximum (NaN propagates). y1 multiplies BF16 inputs in
     BF16 (ComputeY1ToFP8, ComputeYBF16ToFP4); y2 in FP32 for FP8 (ComputeY2ToFP8 casts x first) and in BF16 for FP4
@@ -35,7 +38,7 @@ def make_axis_params(*, x_dtype, y_dtype, round_mode, scale_alg, dst_type_max, s
     alg, cls, r32 = scale_alg_of(scale_alg, y_dtype, dst_type_max)
     common = dict(x_dtype=x_dtype, y_dtype=y_dtype, round_mode=round_mode, alg=alg, dtm_class=cls, legacy=True,
                   signed_zero=signed_zero, ftz=ftz, nan_in_max="propagate", fp4_nibble_order=fp4_nibble_order,
-                  dynamic=False, faithful=False)
+                  dynamic=False, faithful=faithful)
     p1 = make_params(bf16_mul=True, **common)
     p2 = make_params(bf16_mul=y_dtype in tiling_mod.FP4, **common)
     return p1, p2, r32
@@ -83,16 +86,25 @@ def dual_access(td, fp4):
     return ap
 
 
-def run(x_bits, y1, s1, y2, s2, tr, p1, p2, r32, *, merge=None, validate=True):
+def fused_walk(p1, mode):
+    """Whether a call takes the fused one-pass walk (kernel._fused_slice): M_FAST with OCP scales."""
+    return mode == M_FAST and p1[P_ALG] == ALG_OCP
+
+
+def run(x_bits, y1, s1, y2, s2, tr, p1, p2, r32, *, merge=None, fused=None, validate=True):
     """Launch the kernel on uint16 x words and uint8 output buffers -> the GM overrun records (none expected).
     ``merge``: how many of a core's consecutive tasks of one row block run as one segment (kernel._core; None:
-    a whole row block, the fast walk); 1 walks the tasks one by one as the device does. The values are the same."""
+    a whole row block, the fast walk); 1 walks the tasks one by one as the device does. ``fused``: take the fused
+    walk (None: when fused_walk says it applies; False: the per-axis mx_quant helpers). The values are the same."""
     td = tr.tiling
     fp4 = p1[P_DST] >= D_E2M1
+    mode = mode_of(p1)
+    if mode == M_FAITHFUL:
+        merge, fused = 1, False             # the staged path runs the device's tasks one by one
     merge = td.dimNeg1BlockNum if merge is None else int(merge)
     access = checked_access(("dynamic_mx_quant_with_dual_axis", tr, bool(fp4)), lambda: dual_access(td, fp4),
                             ub_size=tr.ub_size, what="dynamic_mx_quant_with_dual_axis tiling") if validate else None
-    dev = kernel.device(int(p1[P_DST]), mode_of(p1))
+    dev = kernel.device(int(p1[P_DST]), mode, fused=fused_walk(p1, mode) if fused is None else bool(fused))
 
     def dynamic_mx_quant_with_dual_axis(block_dim, tdn, ub_size, x_gm, y1_gm, s1_gm, y2_gm, s2_gm):
         dev.dynamic_mx_quant_with_dual_axis_kernel(block_dim, tdn, np.int64(merge), x_gm, y1_gm, s1_gm, y2_gm, s2_gm,

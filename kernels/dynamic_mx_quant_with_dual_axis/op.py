@@ -2,10 +2,11 @@
 end reads (docs/contributing/writing_a_kernel.md). Its kernels are built on kernels/mx_quant's njit helpers, so it
 compiles in that folder's ``--jobs`` worker."""
 
-from npu_emu.frontend.registry import CFunction, Op, TorchOp
+from npu_emu.frontend.registry import CFunction, OnnxNode, Op, TorchOp
 
 _API = "npu_emu.kernels.dynamic_mx_quant_with_dual_axis.api"
 _TORCH = "npu_emu.kernels.dynamic_mx_quant_with_dual_axis.torch_ops"
+_PKG = "npu_emu.kernels.dynamic_mx_quant_with_dual_axis"
 _ARGS = ("x:tensor", "roundModeOptional:str", "dstType:int64", "scaleAlg:int64")
 _OUT = ("y1Out:out:y_dtype", "mxscale1Out:out", "y2Out:out:y_dtype", "mxscale2Out:out")
 
@@ -28,6 +29,15 @@ OP = Op(
     cli="npu_emu.kernels.dynamic_mx_quant_with_dual_axis.cli",
     configs="npu_emu.kernels.dynamic_mx_quant_with_dual_axis.configs:CONFIGS",
     golden="npu_emu.kernels.dynamic_mx_quant_with_dual_axis.golden",
+    demo=f"{_PKG}.demo:CASES",
+    dask={"dynamic_mx_quant_with_dual_axis": f"{_PKG}.dask_chunks:dynamic_mx_quant_with_dual_axis"},
+    onnx=(
+        # torch_npu's exporter names its ops NPU<Op> in domain "npu" (as NPUSignBitsPack); this op's export node is
+        # not in the public sources (docs/ops/dynamic_mx_quant_with_dual_axis.md §7): the name follows that pattern
+        OnnxNode("NPUDynamicMxQuantWithDualAxis", "npu", ("input",),
+                 f"{_PKG}.onnx_nodes:dynamic_mx_quant_with_dual_axis", "npu_dynamic_mx_quant_with_dual_axis",
+                 (("round_mode", "rint"), ("dst_type", 296), ("scale_alg", 0), ("dst_type_max", 0.0))),
+    ),
     schedule_group="mx_quant",
     compile_seconds=60,
 )
