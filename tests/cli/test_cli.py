@@ -345,7 +345,7 @@ def test_demo_small_shapes_cover_every_builder_and_run_bit_exact(capsys):
             "quant_matmul_mxfp8_bf16": (4, 64, 8), "data_copy_deq8": (4, 32), "data_copy_vdeq16": (4, 32),
             "encode_float8_e4m3fn": (64,), "decode_float8_e4m3fn": (64,), "encode_hifloat8": (64,),
             "dynamic_quant": (4, 256), "grouped_matmul_int8_pertoken_bf16": (2, 16, 32, 16),
-            "swiglu": (4, 64), "dequant_swiglu_quant": (8, 128, 2)}
+            "swiglu": (4, 64), "dequant_swiglu_quant": (8, 128, 2), "dynamic_mx_quant_with_dual_axis": (64, 256)}
     assert set(tiny) == set(demo.BUILDERS), "a new demo case needs a tiny shape here"
     argv = ["demo", "--small", "--repeat", "1", "--no-progress"]
     for key, dims in tiny.items():
