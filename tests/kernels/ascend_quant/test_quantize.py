@@ -35,15 +35,16 @@ def test_specials_vector(dtype, expect):
 
 
 def test_div_then_add_and_div_model():
-    # 7.5 / 3 = 2.5 exactly -> 2 (ties to even); x * float32(1/3) = 2.5000002 -> 3: the switch changes the bits
-    x = np.array([7.5, 1.0], np.float32)
-    s = np.array([3.0], np.float32)
-    assert api.quantize(x, s, soc=SOC).tolist() == [2, 0]
-    assert api.quantize(x, s, soc=SOC, div_model="reciprocal").tolist() == [3, 0]
-    # the zero point is added after the division: 7.5 / 3 + 0.5 = 3.0 -> 3; 1 / 3 + 0.5 = 0.8333 -> 1
+    # 45.5 / 7 = 6.5 exactly -> 6 (ties to even); 45.5 * float32(1/7) = 6.5000005 -> 7: the switch changes the bits
+    x = np.array([45.5, 1.0], np.float32)
+    s = np.array([7.0], np.float32)
+    assert api.quantize(x, s, soc=SOC).tolist() == [6, 0]
+    assert api.quantize(x, s, soc=SOC, div_model="reciprocal").tolist() == [7, 0]
+    # the zero point is added after the division: 45.5 / 7 + 0.5 = 7.0 -> 7; 1 / 7 + 0.5 = 0.643 -> 1
+    # (multiply-then-add, AscendQuantV2's order, would give 45.5 * 7 + 0.5 -> 127)
     z = np.array([0.5], np.float32)
-    assert api.quantize(x, s, z, soc=SOC).tolist() == [3, 1]
-    assert np.array_equal(golden.quantize(x, s, z), [3, 1])
+    assert api.quantize(x, s, z, soc=SOC).tolist() == [7, 1]
+    assert np.array_equal(golden.quantize(x, s, z), [7, 1])
 
 
 # ---- host tiling (values derived by hand from quantize_tiling_arch35.cpp) -------------------------------------
