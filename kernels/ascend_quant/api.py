@@ -11,7 +11,14 @@ axis < -1 else -1`` (so the default axis=1 means the last axis); ``div_mode=True
 """
 
 import numpy as np
+from npu_emu.kernels.ascend_quant import (
+    checks,
+    launch,
+    quantize_launch,
+    quantize_tiling,
+)
 
+from npu_emu.ascendc.transcendental import DIV_MODELS
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import (
     Executor,
@@ -27,8 +34,6 @@ from npu_emu.frontend.core import (
     to_user,
     write_out,
 )
-from npu_emu.ascendc.transcendental import DIV_MODELS
-from npu_emu.kernels.ascend_quant import checks, launch, quantize_checks, quantize_launch
 
 DEFAULT_SOC = "ascend910b2"
 PAGE = "docs/ops/ascend_quant.md"
@@ -169,7 +174,7 @@ def _div_model(div_model):
 
 
 def _prepare_quantize(x, scales, zero_points, y_dtype, out_shape, out_dtype, axis, soc, origin=None):
-    quantize_checks.check_soc(soc)
+    quantize_tiling.check_soc(soc)
     if x is None or scales is None:
         raise AclnnError(161001, "x and scales must not be null (aclnnQuantize CheckNotNull); pass both tensors")
     xa = as_array(x, "x", origin=origin)
@@ -179,7 +184,7 @@ def _prepare_quantize(x, scales, zero_points, y_dtype, out_shape, out_dtype, axi
     z_dtype = None if za is None else dtype_name_of(za)
     out_shape = tuple(xa.shape) if out_shape is None else out_shape
     out_dtype = y_dtype if out_dtype is None else out_dtype
-    mode, pa = quantize_checks.check(xa.shape, x_dtype, sa.shape, s_dtype, None if za is None else za.shape, z_dtype,
+    mode, pa = checks.check_quantize(xa.shape, x_dtype, sa.shape, s_dtype, None if za is None else za.shape, z_dtype,
                                      y_dtype, out_shape, out_dtype, axis)
     if s_dtype == "float16":           # aclnn: l0op::Cast of a half scales to float32 (exact)
         sa, s_dtype = sa.astype(np.float32), "float32"

@@ -2,9 +2,10 @@
 (docs/ops/ascend_quant.md §9)."""
 
 import numpy as np
+from npu_emu.kernels.ascend_quant import quantize_kernel as qk
+from npu_emu.kernels.ascend_quant import quantize_tiling as qt
 
 from npu_emu.device.launch import launch
-from npu_emu.kernels.ascend_quant import quantize_kernel as qk, quantize_tiling as qt
 
 _S = {"float32": qk.S_F32, "bfloat16": qk.S_BF16}
 _Z = {None: qk.Z_NONE, "float32": qk.Z_F32, "bfloat16": qk.Z_BF16, "int8": qk.Z_INT8, "uint8": qk.Z_UINT8,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from npu_emu.device import platforms
 from npu_emu.device.tiling_data import TilingData, TilingResult
-from npu_emu.kernels.ascend_quant.quantize_checks import check_soc
+from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 
 CACHE_LINE = 128                # CACHE_SIZE_910D
 RESERVED_UB = 2048              # RESERVED_UB_SIZE (reserveUb_ of the tensor / channel paths taken equal: not public)
@@ -23,7 +23,18 @@ DEFAULT_BASE_LEN = 128
 
 MODE_TENSOR, MODE_CHANNEL, MODE_HEAD, MODE_CHANNEL_NDDMA = 0, 1, 2, 3     # our codes for TPL_PER_*
 MODES = {"tensor": MODE_TENSOR, "channel": MODE_CHANNEL, "head": MODE_HEAD}
+PAGE = "docs/ops/ascend_quant.md"
 BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1, "int32": 4, None: 0}
+
+
+def check_soc(soc):
+    """aclnnQuantize is emulated on the Ascend 950 only (DAV_3510): 161002 elsewhere."""
+    plat = platforms.get(soc)
+    if plat.npu_arch != 3510:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
+                         f"aclnnQuantize (npu_quantize div_mode=True) is emulated on the Ascend 950 only: its public "
+                         f"kernels are hicann/ops-nn quant/quantize/op_kernel/arch35 (regbase); {plat.name!r} "
+                         f"(DAV_{plat.npu_arch}) runs a kernel that is not public. Pass soc='ascend950pr' ({PAGE} §9)")
 
 
 def _cdiv(a, b):
