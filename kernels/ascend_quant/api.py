@@ -11,7 +11,14 @@ axis < -1 else -1`` (so the default axis=1 means the last axis); ``div_mode=True
 """
 
 import numpy as np
+from npu_emu.kernels.ascend_quant import (
+    checks,
+    launch,
+    quantize_launch,
+    quantize_tiling,
+)
 
+from npu_emu.ascendc.transcendental import DIV_MODELS
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import (
     Executor,
@@ -27,7 +34,6 @@ from npu_emu.frontend.core import (
     to_user,
     write_out,
 )
-from npu_emu.kernels.ascend_quant import checks, launch
 
 DEFAULT_SOC = "ascend910b2"
 PAGE = "docs/ops/ascend_quant.md"
@@ -98,12 +104,11 @@ def npu_quantize(input, scales, zero_points=None, dtype=None, axis=1, div_mode=T
     """torch_npu.npu_quantize(input, scales, zero_points, dtype, axis=1, div_mode=True) on the CPU.
 
     ``div_mode=False`` (what vLLM-Ascend's W8A8 static path passes) is aclnnAscendQuantV3:
-    y = int8(rint(input * scales + zero_points)). ``dtype``: torch.qint8 / torch.int8 (int8 out)."""
+    y = int8(rint(input * scales + zero_points)). ``dtype``: torch.qint8 / torch.int8 (int8 out).
+    ``div_mode=True`` is aclnnQuantize, emulated on soc="ascend950pr" only (pass it):
+    y = rint(input / scales + zero_points) as torch.qint8 / quint8 / qint32 (int8 / uint8 / int32)."""
     if div_mode:
-        raise AclnnError(ACLNN_ERR_PARAM_INVALID,
-                         f"npu_quantize(div_mode=True) runs aclnnQuantize (y = round(x / scales + zero_points)), "
-                         f"which is not emulated yet; div_mode=False (aclnnAscendQuantV3, "
-                         f"x * scales + zero_points) is emulated ({PAGE} §1)")
+        return quantize(input, scales, zero_points, dtype=_quantize_dtype(dtype), axis=axis, soc=soc, trace=trace)
     axis = as_int(axis, "axis")
     axis = axis if axis < -1 else -1
     return ascend_quant(input, scales, zero_points, sqrt_mode=False, round_mode="round", dst_type=_out_dtype(dtype),
@@ -136,3 +141,106 @@ def aclnnAscendQuantV3GetWorkspaceSize(x, scale, offset, sqrtMode, roundMode, ds
 
 def aclnnAscendQuantV3(workspace, workspaceSize, executor, stream=None):
     return run_executor(executor, workspaceSize, "aclnnAscendQuantV3")
+
+
+# ---- aclnnQuantize (npu_quantize div_mode=True), Ascend 950 only (docs/ops/ascend_quant.md §9) --------------
+
+QUANTIZE_SOC = "ascend950pr"
+
+# op-plugin QUANTIZE_SUPPORT_MAP: quint8 13, qint8 12, qint32 14, uint8 0, int8 1, int32 3, float8_e4m3fn 24,
+# float8_e5m2 23, torch_npu hifloat8 290
+_QUANTIZE_CODES = {13: "uint8", 12: "int8", 14: "int32", 0: "uint8", 1: "int8", 3: "int32", 24: "float8_e4m3fn",
+                   23: "float8_e5m2", 290: "hifloat8"}
+_QUANTIZE_NAMES = {"quint8": "uint8", "qint8": "int8", "qint32": "int32"}
+
+
+def _quantize_dtype(dtype):
+    if dtype is None:
+        return "int8"
+    if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
+        if int(dtype) in _QUANTIZE_CODES:
+            return _QUANTIZE_CODES[int(dtype)]
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"dtype={int(dtype)}: Param (dtype) must be Int8, UInt8, Int32, "
+                                                  f"HiFloat8, Float8_e4m3fn, Float8_e5m2 (npu_quantize div_mode=True)")
+    text = str(dtype).replace("torch.", "")
+    return _QUANTIZE_NAMES.get(text) or resolve_dtype(dtype, "dtype")
+
+
+def _div_model(div_model):
+    if div_model not in DIV_MODELS:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"div_model={div_model!r}: use one of {sorted(DIV_MODELS)} "
+                                                  f"({PAGE} §9)")
+    return DIV_MODELS[div_model]
+
+
+def _prepare_quantize(x, scales, zero_points, y_dtype, out_shape, out_dtype, axis, soc, origin=None):
+    quantize_tiling.check_soc(soc)
+    if x is None or scales is None:
+        raise AclnnError(161001, "x and scales must not be null (aclnnQuantize CheckNotNull); pass both tensors")
+    xa = as_array(x, "x", origin=origin)
+    sa = as_array(scales, "scales")
+    za = None if zero_points is None else as_array(zero_points, "zeroPoints")
+    x_dtype, s_dtype = dtype_name_of(xa), dtype_name_of(sa)
+    z_dtype = None if za is None else dtype_name_of(za)
+    out_shape = tuple(xa.shape) if out_shape is None else out_shape
+    out_dtype = y_dtype if out_dtype is None else out_dtype
+    mode, pa = checks.check_quantize(xa.shape, x_dtype, sa.shape, s_dtype, None if za is None else za.shape, z_dtype,
+                                     y_dtype, out_shape, out_dtype, axis)
+    if s_dtype == "float16":           # aclnn: l0op::Cast of a half scales to float32 (exact)
+        sa, s_dtype = sa.astype(np.float32), "float32"
+    return xa, sa, za, x_dtype, s_dtype, z_dtype, mode, pa
+
+
+def _quantize_trace(tr):
+    td = tr.tiling
+    return Trace(op="Quantize", soc=tr.soc, tiling_data=td.fields(), tiling_data_bytes=td.to_bytes(),
+                 tiling_key=tr.tiling_key, block_dim=tr.block_dim, workspace_size=tr.workspace_size,
+                 ub_bytes_per_core=tr.ub_size, gm_overrun=[], notes=list(tr.notes))
+
+
+def _run_quantize(xa, sa, za, x_dtype, s_dtype, z_dtype, y_dtype, mode, pa, div_model, soc, core_num=None,
+                  ub_size=None):
+    if xa.size == 0 or sa.size == 0 or (za is not None and za.size == 0):
+        from npu_emu.kernels.ascend_quant.quantize_launch import _Y
+        return np.empty(xa.shape, _Y[y_dtype]), None
+    return quantize_launch.run(xa, sa, za, x_dtype, s_dtype, z_dtype, y_dtype, mode, pa, div_model=div_model,
+                               soc=soc, core_num=core_num, ub_size=ub_size)
+
+
+def quantize(x, scales, zero_points=None, *, dtype="int8", axis=1, div_model="ieee", soc=QUANTIZE_SOC,
+             core_num=None, ub_size=None, trace=False):
+    """aclnnQuantize as a function: y = dtype(rint(x / scales + zero_points)) (docs/ops/ascend_quant.md §9).
+    ``dtype``: "int8" / "uint8" / "int32" (aclDataType or torch dtype accepted); ``div_model``: "ieee" (default) or
+    "reciprocal", the rounding of the vector Div [HW-unverified]."""
+    origin = Origin()
+    dm = _div_model(div_model)
+    y_dtype = _quantize_dtype(dtype)
+    prep = _prepare_quantize(x, scales, zero_points, y_dtype, None, None, as_int(axis, "axis"), soc, origin)
+    y, tr = _run_quantize(*prep[:6], y_dtype, *prep[6:], dm, soc, core_num, ub_size)
+    out = to_user(y, origin)
+    if trace:
+        return out, (None if tr is None else _quantize_trace(tr))
+    return out
+
+
+def aclnnQuantizeGetWorkspaceSize(x, scales, zeroPoints, dtype, axis, out, *, soc=QUANTIZE_SOC, div_model="ieee"):
+    """-> (status, workspace_size, executor); ``dtype`` an aclDataType (2 = int8, 4 = uint8, 3 = int32)."""
+    def build():
+        if out is None:
+            raise AclnnError(161001, "out is None (a null tensor in aclnn); pass the output array")
+        dm = _div_model(div_model)
+        y_name = resolve_dtype(dtype, "dtype")
+        oa = as_array(out, "out")
+        prep = _prepare_quantize(x, scales, zeroPoints, y_name, tuple(oa.shape), dtype_name_of(oa),
+                                 as_int(axis, "axis"), soc)
+
+        def run():
+            res, _ = _run_quantize(*prep[:6], y_name, *prep[6:], dm, soc)
+            if res.size:
+                write_out(out, res, "out")
+        return Executor("aclnnQuantize", run)
+    return get_workspace("aclnnQuantize", build)
+
+
+def aclnnQuantize(workspace, workspaceSize, executor, stream=None):
+    return run_executor(executor, workspaceSize, "aclnnQuantize")
