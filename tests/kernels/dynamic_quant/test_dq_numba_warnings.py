@@ -25,7 +25,9 @@ SCRIPT = textwrap.dedent("""
 
 def test_compile_emits_no_numba_ir_assumption_warning(tmp_path):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), NPU_EMU_SHIPPED_KERNELS="0")
-    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=900)
+    # outside the checkout: from its root, python -c would import the source folder instead of the install
+    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=900,
+                       cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr[-3000:]
     assert "NumbaIRAssumptionWarning" not in r.stderr and "not in scope" not in r.stderr, r.stderr[-3000:]
     assert r.stdout.strip().startswith("OK")
