@@ -447,27 +447,33 @@ def _ng_chunk_fused(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, 
         swi[j] = v
 
 
+@njit(inline="never", **_JIT)
+def _ng_core_rows(td, block_idx):
+    """(first row, rows) of core ``block_idx``: DynamicBase's split of rowLen over usedCoreNum cores, the first
+    rowLen % cores cores one row more; (0, 0) for a core past the rows."""
+    rows = td.rowLen
+    use = td.usedCoreNum if rows >= td.usedCoreNum else rows
+    if block_idx >= use:
+        return 0, 0
+    per = rows // use
+    rem = rows - use * per
+    if block_idx < rem:
+        return block_idx * (per + 1), per + 1
+    return (per + 1) * rem + (block_idx - rem) * per, per
+
+
 @njit(parallel=PARALLEL, **_JIT)
 def dsq_nogroup_kernel_fused(block_dim, td, ub_size, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm,
                              bias_f_gm, qs_gm, y_gm, scale_gm):
     """DequantSwigluQuantDynamicBase::BaseProcess for every core, rows in fused loops (the same bits)."""
     col = td.colLen
-    rows = td.rowLen
-    use = td.usedCoreNum if rows >= td.usedCoreNum else rows
-    per = rows // use if use > 0 else 0
-    rem = rows - use * per
     base_col = td.baseColLen
     multi = td.baseRowLen == 1 and base_col < col
     col_loops = (col + base_col - 1) // base_col
     last_col = col - (col_loops - 1) * base_col
     for block_idx in prange(block_dim):
-        if block_idx < use:
-            if block_idx < rem:
-                num = per + 1
-                start = block_idx * (per + 1)
-            else:
-                num = per
-                start = (per + 1) * rem + (block_idx - rem) * per
+        start, num = _ng_core_rows(td, block_idx)
+        if num > 0:
             tile = base_col if multi else col
             ai = np.empty(tile, np.int32)
             af = np.empty(tile, np.float32)
@@ -513,22 +519,13 @@ def dsq_nogroup_kernel_faithful(block_dim, td, ub_size, bias_kind, exp_model, di
                                 bias_f_gm, qs_gm, y_gm, scale_gm):
     """DequantSwigluQuantDynamicBase::BaseProcess for every core, rows by the instructions."""
     col = td.colLen
-    rows = td.rowLen
-    use = td.usedCoreNum if rows >= td.usedCoreNum else rows
-    per = rows // use if use > 0 else 0
-    rem = rows - use * per
     base_col = td.baseColLen
     multi = td.baseRowLen == 1 and base_col < col
     col_loops = (col + base_col - 1) // base_col
     last_col = col - (col_loops - 1) * base_col
     for block_idx in prange(block_dim):
-        if block_idx < use:
-            if block_idx < rem:
-                num = per + 1
-                start = block_idx * (per + 1)
-            else:
-                num = per
-                start = (per + 1) * rem + (block_idx - rem) * per
+        start, num = _ng_core_rows(td, block_idx)
+        if num > 0:
             tile = base_col if multi else col
             ai = np.empty(tile, np.int32)
             af = np.empty(tile, np.float32)
