@@ -39,11 +39,13 @@ def _deq_case(dims, rng, mode):
     return Case(label, f"[{rows},{n}] i32", run, gold, _same_bits, (4 + out_bytes) * rows * n)
 
 
-@builder("data_copy_deq8", (8192, 8192), (1024, 1024), "rows x N: int32 L0C -> int8 via a scalar DEQ8 word")
+@builder("data_copy_deq8", (8192, 8192), (1024, 1024), "rows x N: int32 L0C -> int8 via a scalar DEQ8 word",
+         tiny=(4, 32))
 def _deq8(dims, rng):
     return _deq_case(dims, rng, "DEQ8")
 
 
-@builder("data_copy_vdeq16", (8192, 8192), (1024, 1024), "rows x N: int32 L0C -> fp16 via per-channel VDEQ16")
+@builder("data_copy_vdeq16", (8192, 8192), (1024, 1024), "rows x N: int32 L0C -> fp16 via per-channel VDEQ16",
+         tiny=(4, 32))
 def _vdeq16(dims, rng):
     return _deq_case(dims, rng, "VDEQ16")

@@ -15,7 +15,7 @@ def _same(result, expected):
 
 
 @builder("dequant_swiglu_quant", (8192, 4096, 8), (64, 256, 4),
-         "tokens x 2H x experts: int32 -> dequant -> SwiGLU -> int8 (npu_dequant_swiglu_quant)")
+         "tokens x 2H x experts: int32 -> dequant -> SwiGLU -> int8 (npu_dequant_swiglu_quant)", tiny=(8, 128, 2))
 def _dsq(dims, rng):
     from npu_emu.kernels.dequant_swiglu_quant import golden
 

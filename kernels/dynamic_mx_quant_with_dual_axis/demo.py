@@ -14,7 +14,8 @@ def _same(got, want):
 
 
 @builder("dynamic_mx_quant_with_dual_axis", (8192, 7168), (96, 320),
-         "m x n: bf16 -> MXFP8 e4m3fn along axes -1 and -2 at once (npu_dynamic_mx_quant_with_dual_axis)")
+         "m x n: bf16 -> MXFP8 e4m3fn along axes -1 and -2 at once (npu_dynamic_mx_quant_with_dual_axis)",
+         tiny=(64, 256))
 def _dual(dims, rng):
     import ml_dtypes
 

@@ -13,7 +13,8 @@ def _same(result, expected):
     return all(_same_bits(a, b) for a, b in zip(result, expected))
 
 
-@builder("dynamic_quant", (8192, 7168), (256, 7168), "rows x n: bf16 per-token dynamic int8 quant (npu_dynamic_quant)")
+@builder("dynamic_quant", (8192, 7168), (256, 7168), "rows x n: bf16 per-token dynamic int8 quant (npu_dynamic_quant)",
+         tiny=(4, 256))
 def _dynamic_quant(dims, rng):
     from npu_emu.kernels.dynamic_quant import golden, tiling
 

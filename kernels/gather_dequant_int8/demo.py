@@ -15,7 +15,7 @@ def _golden(_name):
     return golden
 
 @builder("gather_dequant_int8", (151936, 4096, 8192), (10240, 256, 4096),
-         "V x E x N: uint8 table gather + fp16 dequant (gather_dequant_int8)")
+         "V x E x N: uint8 table gather + fp16 dequant (gather_dequant_int8)", tiny=(16, 32, 5))
 def _gather(dims, rng):
     vocab, emb, num = dims
     fn = _ops("gather_dequant_int8")

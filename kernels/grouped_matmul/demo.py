@@ -14,7 +14,7 @@ _SAMPLE_ROWS = 8              # rows of each group the int64 golden recomputes
 
 @builder("grouped_matmul_int8_pertoken_bf16", (8, 4096, 7168, 2048), (4, 64, 256, 128),
          "experts x routed tokens x k x n: A8W8, per-channel bf16 x per-token fp32 scales -> bf16 "
-         "(npu_grouped_matmul, split_item 2)")
+         "(npu_grouped_matmul, split_item 2)", tiny=(2, 16, 32, 16))
 def _gmm(dims, rng):
     from npu_emu.kernels.grouped_matmul import golden
 

@@ -26,7 +26,7 @@ def _mx_same(got, want):
 
 
 @builder("grouped_dynamic_mx_quant", (16384, 7168, 8), (1024, 512, 4),
-         "m x n x groups: bf16 -> MXFP8 e4m3fn (npu_grouped_dynamic_mx_quant)")
+         "m x n x groups: bf16 -> MXFP8 e4m3fn (npu_grouped_dynamic_mx_quant)", tiny=(128, 64, 2))
 def _grouped_mx(dims, rng):
     m, n, groups = dims
     fn = _ops("npu_grouped_dynamic_mx_quant")
@@ -51,11 +51,11 @@ def _dynamic_mx(dims, rng, dst_type, fmt, label):
                 _mx_same, 2 * m * n + y_bytes + m * -(-n // 32), device="ascend950pr")
 
 
-@builder("dynamic_mx_quant_fp8", (8192, 7168), (512, 1024), "m x n: bf16 -> MXFP8 e4m3fn along axis -1")
+@builder("dynamic_mx_quant_fp8", (8192, 7168), (512, 1024), "m x n: bf16 -> MXFP8 e4m3fn along axis -1", tiny=(4, 64))
 def _dynamic_fp8(dims, rng):
     return _dynamic_mx(dims, rng, 24, "float8_e4m3fn", "e4m3")
 
 
-@builder("dynamic_mx_quant_fp4", (8192, 7168), (512, 1024), "m x n: bf16 -> MXFP4 e2m1 along axis -1")
+@builder("dynamic_mx_quant_fp4", (8192, 7168), (512, 1024), "m x n: bf16 -> MXFP4 e2m1 along axis -1", tiny=(4, 64))
 def _dynamic_fp4(dims, rng):
     return _dynamic_mx(dims, rng, 296, "float4_e2m1", "fp4 e2m1")

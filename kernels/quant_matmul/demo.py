@@ -48,13 +48,13 @@ def _int8_case(dims, rng, mode):
 
 
 @builder("quant_matmul_int8_kc_bf16", (4096, 4096, 4096), (256, 512, 512),
-         "m x k x n: int8, per-token x per-channel float32 scales -> bf16 (npu_quant_matmul)")
+         "m x k x n: int8, per-token x per-channel float32 scales -> bf16 (npu_quant_matmul)", tiny=(8, 64, 16))
 def _qmm_kc(dims, rng):
     return _int8_case(dims, rng, "K-C")
 
 
 @builder("quant_matmul_int8_tc_fp16", (4096, 4096, 4096), (256, 512, 512),
-         "m x k x n: int8, per-channel scale packed to UINT64 -> fp16 (npu_quant_matmul)")
+         "m x k x n: int8, per-channel scale packed to UINT64 -> fp16 (npu_quant_matmul)", tiny=(8, 64, 16))
 def _qmm_tc(dims, rng):
     return _int8_case(dims, rng, "T-C")
 
@@ -64,7 +64,7 @@ def _sub(got, r, c):
 
 
 @builder("quant_matmul_fp8_kc_bf16", (4096, 4096, 4096), (128, 512, 256),
-         "m x k x n: fp8 e4m3fn on ascend950pr, float_accum='exact' -> bf16 (npu_quant_matmul)")
+         "m x k x n: fp8 e4m3fn on ascend950pr, float_accum='exact' -> bf16 (npu_quant_matmul)", tiny=(4, 64, 8))
 def _qmm_fp8(dims, rng):
     import ml_dtypes
 
@@ -86,7 +86,7 @@ def _qmm_fp8(dims, rng):
 
 
 @builder("quant_matmul_mxfp8_bf16", (4096, 4096, 4096), (128, 512, 256),
-         "m x k x n: MXFP8 e4m3fn with E8M0 scales per 32 on ascend950pr -> bf16 (npu_quant_matmul)")
+         "m x k x n: MXFP8 e4m3fn with E8M0 scales per 32 on ascend950pr -> bf16 (npu_quant_matmul)", tiny=(4, 64, 8))
 def _qmm_mx(dims, rng):
     import ml_dtypes
 

@@ -14,7 +14,7 @@ def _golden(_name):
 
     return golden
 
-@builder("sign_bits_unpack", (64 << 20,), (1 << 20,), "uint8 -> float32 +-1 (npu_sign_bits_unpack)")
+@builder("sign_bits_unpack", (64 << 20,), (1 << 20,), "uint8 -> float32 +-1 (npu_sign_bits_unpack)", tiny=(64,))
 def _sign_bits_unpack(dims, rng):
     (n,) = dims
     fn = _ops("npu_sign_bits_unpack")
@@ -24,7 +24,7 @@ def _sign_bits_unpack(dims, rng):
                 _same_bits, n + 32 * n)
 
 
-@builder("sign_bits_pack", (512 << 20,), (8 << 20,), "float32 signs -> packed uint8 (npu_sign_bits_pack)")
+@builder("sign_bits_pack", (512 << 20,), (8 << 20,), "float32 signs -> packed uint8 (npu_sign_bits_pack)", tiny=(256,))
 def _sign_bits_pack(dims, rng):
     (n,) = dims
     fn = _ops("npu_sign_bits_pack")

@@ -9,7 +9,7 @@ from npu_emu.frontend.cases import public as _ops
 CASES, builder = demo_collector()
 
 
-@builder("swiglu", (8192, 8192), (64, 256), "rows x 2H: bf16 SwiGLU, Swish(A) * B (npu_swiglu)")
+@builder("swiglu", (8192, 8192), (64, 256), "rows x 2H: bf16 SwiGLU, Swish(A) * B (npu_swiglu)", tiny=(4, 64))
 def _swiglu(dims, rng):
     from npu_emu.kernels.swiglu import golden
 

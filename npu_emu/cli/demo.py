@@ -57,7 +57,8 @@ def _fp8_same(dt):
     return same
 
 
-@builder("encode_float8_e4m3fn", (16 << 20,), (1 << 20,), "n: float32 -> FP8 E4M3FN codes (npu_emu.dtypes.encode)")
+@builder("encode_float8_e4m3fn", (16 << 20,), (1 << 20,), "n: float32 -> FP8 E4M3FN codes (npu_emu.dtypes.encode)",
+         tiny=(64,))
 def _enc_e4m3(dims, rng):
     import ml_dtypes
 
@@ -69,7 +70,8 @@ def _enc_e4m3(dims, rng):
                 lambda: x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8), _fp8_same(ml_dtypes.float8_e4m3fn), 5 * n)
 
 
-@builder("decode_float8_e4m3fn", (16 << 20,), (1 << 20,), "n: FP8 E4M3FN codes -> float32 (npu_emu.dtypes.decode)")
+@builder("decode_float8_e4m3fn", (16 << 20,), (1 << 20,), "n: FP8 E4M3FN codes -> float32 (npu_emu.dtypes.decode)",
+         tiny=(64,))
 def _dec_e4m3(dims, rng):
     import ml_dtypes
 
@@ -82,7 +84,7 @@ def _dec_e4m3(dims, rng):
 
 
 @builder("encode_hifloat8", (16 << 20,), (1 << 20,),
-         "n: float32 -> HiFloat8 codes, round half away (vs npu_emu.dtypes.golden)")
+         "n: float32 -> HiFloat8 codes, round half away (vs npu_emu.dtypes.golden)", tiny=(64,))
 def _enc_hif8(dims, rng):
     from npu_emu import dtypes
     from npu_emu.dtypes import golden

@@ -38,13 +38,13 @@ def collector():
 
 
 def demo_collector():
-    """``CASES, builder = demo_collector()``: ``@builder(key, production_dims, small_dims, help)`` on a
-    ``build(dims, rng) -> Case`` appends a DemoCase."""
+    """``CASES, builder = demo_collector()``: ``@builder(key, production_dims, small_dims, help, tiny=dims)`` on a
+    ``build(dims, rng) -> Case`` appends a DemoCase (``tiny``: dims for the test suite's run of every case)."""
     found = []
 
-    def builder(key, production, small, help_text):
+    def builder(key, production, small, help_text, *, tiny=()):
         def deco(fn):
-            found.append(DemoCase(fn, tuple(production), tuple(small), help_text, key))
+            found.append(DemoCase(fn, tuple(production), tuple(small), help_text, key, tuple(tiny)))
             return fn
 
         return deco

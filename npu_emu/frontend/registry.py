@@ -110,13 +110,15 @@ class Config:
 @dataclass(frozen=True)
 class DemoCase:
     """One row of ``npu-emu demo``: ``build(dims, rng) -> npu_emu.frontend.cases.Case`` at ``production`` or
-    ``small`` dims; ``key`` names it on the command line (``npu-emu demo --only KEY``)."""
+    ``small`` dims; ``key`` names it on the command line (``npu-emu demo --only KEY``). ``tiny``: dims that take
+    the same code paths in milliseconds, at which the test suite runs every case."""
 
     build: object
     production: tuple
     small: tuple
     help: str
     key: str = ""
+    tiny: tuple = ()
 
 
 def load(ref):
