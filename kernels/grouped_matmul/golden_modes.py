@@ -1,0 +1,93 @@
+"""Independent plain-numpy references of the GroupedMatmul MX and antiquant modes (docs/ops/grouped_matmul.md §10,
+§11), written from the semantics: never calls the kernels, the instruction layer or npu_emu's codecs (ml_dtypes
+decodes fp8 / bf16, numpy does fp16, python fractions the exact sums of golden.py)."""
+
+import ml_dtypes
+import numpy as np
+
+from npu_emu.kernels.grouped_matmul.golden import _exact_f32, group_rows
+
+
+def e8m0(codes):
+    """E8M0 code c -> 2**(c - 127) (float64, exact); 0xFF -> NaN."""
+    c = np.asarray(codes).view(np.uint8).astype(np.int64)
+    v = np.ldexp(1.0, c - 127)
+    return np.where(c == 255, np.nan, v)
+
+
+def _cast(v32, out_dtype):
+    if out_dtype == "bfloat16":
+        return np.asarray(v32, np.float32).astype(ml_dtypes.bfloat16)
+    if out_dtype == "float16":
+        with np.errstate(over="ignore"):                 # beyond 65504: inf, as numpy's RNE cast
+            return np.asarray(v32, np.float32).astype(np.float16)
+    return np.asarray(v32, np.float32)
+
+
+def _np_out(out_dtype):
+    return {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16, "float32": np.float32}[out_dtype]
+
+
+def _scaled_x(x, s1, row0):
+    """x (m, k) values * 2^e of their 32-block: s1 (m, rows, 2), the group's first scale row ``row0``."""
+    m, k = x.shape
+    out = np.empty((m, k), np.float64)
+    sv = e8m0(s1)
+    for t in range(k):
+        j = t // 32
+        out[:, t] = x[:, t] * sv[:, row0 + j // 2, j % 2]
+    return out
+
+
+def _scaled_w(w, s2, row0):
+    """weight (k, n) values * 2^e of their 32-block: s2 (rows, n, 2)."""
+    k, n = w.shape
+    out = np.empty((k, n), np.float64)
+    sv = e8m0(s2)
+    for t in range(k):
+        j = t // 32
+        out[t, :] = w[t, :] * sv[row0 + j // 2, :, j % 2]
+    return out
+
+
+def _dot(a, b, model):
+    if model == "exact":
+        return _exact_f32(a, b)
+    return np.matmul(a.astype(np.float32), b.astype(np.float32))
+
+
+def grouped_matmul_mx(x, weight, scale, per_token_scale, group_list, *, group_list_type=0, group_type=0,
+                      out_dtype="bfloat16", model="exact", fill=0):
+    """MXFP8: y = cast_out(RN32(sum_k (x * 2^(e1 - 127)) * (w * 2^(e2 - 127)))) per group ("exact": the exact sum
+    rounded once; "numpy": float32 matmul of the scaled values).
+
+    group_type 0: x (M, K), weight (E, K, N), scale (E, ceil(K/64), N, 2), per_token_scale (M, ceil(K/64), 2).
+    group_type 2: x (M, K), weight (K, N), scale (K//64 + G, N, 2), per_token_scale (M, K//64 + G, 2); group g
+    has the K values of the group list and its scales from row k0 // 64 + g; a group of no K values is not
+    written (``fill``)."""
+    xv = np.asarray(x).astype(np.float64)
+    wv = np.asarray(weight).astype(np.float64)
+    if group_type == 0:
+        m_total, n = xv.shape[0], wv.shape[-1]
+        y = np.full((m_total, n), fill, _np_out(out_dtype))
+        for g, r0, m in group_rows(group_list, group_list_type, wv.shape[0]):
+            if m <= 0:
+                continue
+            a = _scaled_x(xv[r0:r0 + m], np.asarray(per_token_scale)[r0:r0 + m], 0)
+            b = _scaled_w(wv[g], np.asarray(scale)[g], 0)
+            y[r0:r0 + m] = _cast(_dot(a, b, model), out_dtype)
+        return y
+    gl = np.asarray(group_list, np.int64)
+    sizes = np.diff(gl, prepend=0) if group_list_type == 0 else gl
+    m, n = xv.shape[0], wv.shape[1]
+    y = np.full((len(sizes), m, n), fill, _np_out(out_dtype))
+    k0 = 0
+    for g, kg in enumerate(sizes):
+        kg = int(kg)
+        if kg > 0:
+            row0 = k0 // 64 + g
+            a = _scaled_x(xv[:, k0:k0 + kg], np.asarray(per_token_scale), row0)
+            b = _scaled_w(wv[k0:k0 + kg], np.asarray(scale), row0)
+            y[g] = _cast(_dot(a, b, model), out_dtype)
+        k0 += kg
+    return y
