@@ -55,3 +55,18 @@ def _gmm_mxfp8():
     gl = np.array([5, 12], np.int64)
     return lambda: npu_grouped_matmul([x], [w], scale=[s2], per_token_scale=[s1], group_list=gl, split_item=3,
                                       group_type=0, output_dtype="bfloat16", soc="ascend950pr")
+
+
+@config("grouped_matmul.w8a16_bf16", "antiquant W8A16: bfloat16 x, int8 weight, per-channel antiquant scale / offset")
+def _gmm_w8a16():
+    from npu_emu.ops import npu_grouped_matmul
+
+    rng = _rng(816)
+    e, m, k, n = 2, 12, 64, 32
+    x = _bf16(rng.standard_normal((m, k)))
+    w = rng.integers(-128, 128, (e, k, n), dtype=np.int16).astype(np.int8)
+    s = _bf16(rng.uniform(0.001, 0.05, (e, n)))
+    o = _bf16(rng.uniform(-3, 3, (e, n)))
+    gl = np.array([5, 12], np.int64)
+    return lambda: npu_grouped_matmul([x], [w], antiquant_scale=[s], antiquant_offset=[o], group_list=gl,
+                                      split_item=3, group_type=0)

@@ -91,3 +91,25 @@ def grouped_matmul_mx(x, weight, scale, per_token_scale, group_list, *, group_li
             y[g] = _cast(_dot(a, b, model), out_dtype)
         k0 += kg
     return y
+
+
+def antiquant_weight(w, scale, offset, x_dtype):
+    """AscendAntiQuant of one weight (…, K, N) with scale / offset (…, N) per channel or (…, G, N) per group:
+    half x: f16(f16(w + offset) * scale) (each half operation one RNE rounding: the exact float64 value rounded by
+    numpy's direct double -> half cast); bf16 x: bf16_rne(f32(f32(w + offset) * scale)) (numpy float32)."""
+    w = np.asarray(w).astype(np.int64)
+    k = w.shape[-2]
+    s = np.asarray(scale)
+    o = np.asarray(offset)
+    if s.ndim == w.ndim:                          # per group: repeat each of the G rows K / G times along K
+        s = np.repeat(s, k // s.shape[-2], axis=-2)
+        o = np.repeat(o, k // o.shape[-2], axis=-2)
+    else:
+        s = np.expand_dims(s, -2)
+        o = np.expand_dims(o, -2)
+    if x_dtype == "float16":
+        with np.errstate(over="ignore"):
+            t = (w.astype(np.float64) + o.astype(np.float64)).astype(np.float16)
+            return (t.astype(np.float64) * s.astype(np.float64)).astype(np.float16)
+    t = (w.astype(np.float32) + o.astype(np.float32)).astype(np.float32)
+    return (t * s.astype(np.float32)).astype(np.float32).astype(ml_dtypes.bfloat16)
