@@ -9,8 +9,9 @@ weight to x's dtype into the workspace with ``AscendAntiQuant``, then the cube r
 bias and output as the plain float case).
 
 npu-emu: the weight prologue is ``antiquant_kernel.antiquant_weight_kernel`` (the AscendAntiQuant element chain
-through the instruction layer); the dequantised weights then run the plain bf16 / fp16 path of api.py (every
-tensor-list form, the float_accum models, the per-core walk), exactly as the device's cube reads the workspace.
+with the instruction layer's element formulas); the dequantised weights then run the plain bf16 / fp16 path of
+api.py (every tensor-list form, the float_accum models, the per-core walk), as the device's cube reads the
+workspace.
 """
 
 import numpy as np
@@ -143,7 +144,29 @@ def check(xs, ws, biases, scales, offsets_q, pts, aqs, aqo, gl, y_name, *, group
                 _err(f"GMM: {what} dtype does not match with x dtype[{x_name}].")
     if scales is not None or offsets_q or pts is not None:
         _err("Detected antiquant, but quant inputs is not empty!")
+    if picks_msd(xs, ws, n_y, group_type, w_name):
+        e, k, n = ws[0].shape
+        _err(f"npu-emu does not implement the A16W8-MSD antiquant kernel that the host tiling picks for this shape "
+             f"(single tensors, K={k} and N={n} multiples of 128, K <= 12288, N >= 1024, M={xs[0].shape[0]} <= 64 x "
+             f"{e} groups); it computes other values than the cast-then-float-cube kernel (docs/ops/grouped_matmul.md "
+             f"§11.4). Use more rows, or separated weights, to reach the modelled kernel")
     return gs_s
+
+
+# grouped_matmul_host_util.h: the shapes for which the host tiling picks the A16W8-MSD kernel
+A16W8_MSD_KN_BASE_BLOCK, A16W8_MSD_AVERAGE_TOKEN_NUM, A16W8_MSD_MAX_K, A16W8_MSD_MIN_N = 128, 64, 12 * 1024, 1024
+
+
+def picks_msd(xs, ws, n_y, group_type, w_name):
+    """GMMTiling's isA16W8Msd_: single x / weight / y, split M, int8 weight, K and N multiples of 128, K <= 12288,
+    N >= 1024 and at most 64 rows a group on average. That kernel (grouped_matmul_antiquant_a16w8_msd.h) splits x
+    into int8 parts for an int8 cube: other values than the cast-then-float-cube kernel npu-emu models."""
+    if not (len(xs) == 1 and len(ws) == 1 and n_y == 1 and group_type == 0 and w_name == "int8" and ws[0].ndim == 3):
+        return False
+    e, k, n = ws[0].shape
+    m = xs[0].shape[0]
+    return (n % A16W8_MSD_KN_BASE_BLOCK == 0 and k % A16W8_MSD_KN_BASE_BLOCK == 0 and k <= A16W8_MSD_MAX_K
+            and n >= A16W8_MSD_MIN_N and m <= A16W8_MSD_AVERAGE_TOKEN_NUM * e)
 
 
 def _int_values(w):

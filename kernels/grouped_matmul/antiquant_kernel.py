@@ -9,7 +9,7 @@ Every weight row of N values (one k of one expert) becomes the x-dtype weight th
 * half out (``AntiQuantInnerLoopF16`` / the performance path): Cast int8 -> half (exact), Add the half offset, Mul
   the half scale, each a half vector operation (one RNE rounding each);
 * bf16 out (``AntiQuantInnerLoop`` / ``CalculationMax`` / ``CalcN64ByBrcb``, the same steps in each): Cast int8 ->
-  half -> float (exact), Add the offset widened to float, Mul the scale widened to float (float32 operations),
+  half -> float (exact; here one exact Cast int8 -> float), Add the offset widened to float, Mul the scale widened to float (float32 operations),
   Cast float -> bf16 with CAST_RINT.
 
 int4 weights arrive sign-extended in int8 (their half values are the same). The split of the cast over cores
@@ -18,39 +18,33 @@ split decides who computes it, never its value.
 """
 
 import numpy as np
-from numba import prange
 
-from npu_emu.ascendc.cast import Cast
-from npu_emu.ascendc.constants import CAST_NONE, CAST_RINT, DT_BF16, DT_FLOAT, DT_FLOAT16, DT_INT8
-from npu_emu.ascendc.vector import Add, Mul
-from npu_emu.device.jit_options import PARALLEL
+from npu_emu.ascendc.constants import CAST_RINT
+from npu_emu.dtypes.scalar import bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16
 from npu_emu.device.specialize import const, njit
 
 BF16 = const("BF16")          # 1: bf16 x (float32 arithmetic), 0: half x (half arithmetic)
 
 
-@njit(parallel=PARALLEL, cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def antiquant_weight_kernel(w8, scale, offset, k, group_size, out):
     """w8 (E*K, N) int8 values; scale / offset (E*G, N) uint16 bits of x's dtype, G = K / group_size parameter rows
-    per expert; out (E*K, N) uint16 bits of x's dtype."""
+    per expert; out (E*K, N) uint16 bits of x's dtype.
+
+    Per element, the instruction layer's element formulas (npu_emu.ascendc.vector / cast) written with the same
+    codecs: a half Add / Mul is ``f32_to_f16(f16_to_f32(a) op f16_to_f32(b), CAST_RINT)`` (docs/codecs.md §3.2), a
+    float Add / Mul the IEEE single operation, Cast float -> bf16 CAST_RINT ``f32_to_bf16``. Calling the
+    instructions themselves costs 6.8 CPU-s of compile against about 2 here (one fused loop)."""
     rows, n = w8.shape
     groups = k // group_size
-    for r in prange(rows):
-        e = r // k
-        p = e * groups + (r % k) // group_size
-        if BF16 == 1:
-            h = np.empty(n, np.uint16)
-            f = np.empty(n, np.float32)
-            t = np.empty(n, np.float32)
-            Cast(h, w8[r], CAST_NONE, n, DT_FLOAT16, DT_INT8)
-            Cast(f, h, CAST_NONE, n, DT_FLOAT, DT_FLOAT16)
-            Cast(t, offset[p], CAST_NONE, n, DT_FLOAT, DT_BF16)
-            Add(f, f, t, n)
-            Cast(t, scale[p], CAST_NONE, n, DT_FLOAT, DT_BF16)
-            Mul(f, f, t, n)
-            Cast(out[r], f, CAST_RINT, n, DT_BF16, DT_FLOAT)
-        else:
-            h = np.empty(n, np.uint16)
-            Cast(h, w8[r], CAST_NONE, n, DT_FLOAT16, DT_INT8)
-            Add(h, h, offset[p], n, DT_FLOAT16)
-            Mul(out[r], h, scale[p], n, DT_FLOAT16)
+    for r in range(rows):
+        p = (r // k) * groups + (r % k) // group_size
+        for j in range(n):
+            w = np.float32(w8[r, j])                       # int8 -> half -> float: exact
+            if BF16 == 1:
+                f = w + bf16_to_f32(offset[p, j])          # Add<float>
+                f = f * bf16_to_f32(scale[p, j])           # Mul<float>
+                out[r, j] = f32_to_bf16(f, CAST_RINT, False)
+            else:
+                h = f32_to_f16(w + f16_to_f32(offset[p, j]), CAST_RINT, False)          # Add<half>
+                out[r, j] = f32_to_f16(f16_to_f32(h) * f16_to_f32(scale[p, j]), CAST_RINT, False)   # Mul<half>
