@@ -70,3 +70,21 @@ def _gmm_w8a16():
     gl = np.array([5, 12], np.int64)
     return lambda: npu_grouped_matmul([x], [w], antiquant_scale=[s], antiquant_offset=[o], group_list=gl,
                                       split_item=3, group_type=0)
+
+
+@config("grouped_matmul.mxfp4_bf16", "MXFP4 e2m1 with E8M0 scales per 32 and a float32 bias on ascend950pr -> bfloat16")
+def _gmm_mxfp4():
+    import ml_dtypes
+
+    from npu_emu.ops import npu_grouped_matmul
+
+    rng = _rng(951)
+    e, m, k, n = 2, 12, 64, 32
+    x = rng.standard_normal((m, k)).astype(ml_dtypes.float4_e2m1fn)
+    w = rng.standard_normal((e, k, n)).astype(ml_dtypes.float4_e2m1fn)
+    s2 = rng.integers(120, 134, (e, 1, n, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    s1 = rng.integers(120, 134, (m, 1, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    b = rng.uniform(-1, 1, (e, n)).astype(np.float32)
+    gl = np.array([5, 12], np.int64)
+    return lambda: npu_grouped_matmul([x], [w], scale=[s2], per_token_scale=[s1], bias=[b], group_list=gl,
+                                      split_item=3, group_type=0, output_dtype="bfloat16", soc="ascend950pr")

@@ -50,16 +50,18 @@ def _scaled_w(w, s2, row0):
     return out
 
 
-def _dot(a, b, model):
+def _dot(a, b, model, bias_row=None):
     if model == "exact":
-        return _exact_f32(a, b)
-    return np.matmul(a.astype(np.float32), b.astype(np.float32))
+        return _exact_f32(a, b, bias_row)
+    y = np.matmul(a.astype(np.float32), b.astype(np.float32))
+    return y if bias_row is None else (y + np.asarray(bias_row, np.float32)).astype(np.float32)
 
 
 def grouped_matmul_mx(x, weight, scale, per_token_scale, group_list, *, group_list_type=0, group_type=0,
-                      out_dtype="bfloat16", model="exact", fill=0):
+                      out_dtype="bfloat16", model="exact", bias=None, fill=0):
     """MXFP8: y = cast_out(RN32(sum_k (x * 2^(e1 - 127)) * (w * 2^(e2 - 127)))) per group ("exact": the exact sum
-    rounded once; "numpy": float32 matmul of the scaled values).
+    rounded once; "numpy": float32 matmul of the scaled values). MXFP4 (ml_dtypes float4_e2m1fn x and weight) the
+    same, with an optional float32 bias (G, N) as the start value of the sum.
 
     group_type 0: x (M, K), weight (E, K, N), scale (E, ceil(K/64), N, 2), per_token_scale (M, ceil(K/64), 2).
     group_type 2: x (M, K), weight (K, N), scale (K//64 + G, N, 2), per_token_scale (M, K//64 + G, 2); group g
@@ -75,7 +77,8 @@ def grouped_matmul_mx(x, weight, scale, per_token_scale, group_list, *, group_li
                 continue
             a = _scaled_x(xv[r0:r0 + m], np.asarray(per_token_scale)[r0:r0 + m], 0)
             b = _scaled_w(wv[g], np.asarray(scale)[g], 0)
-            y[r0:r0 + m] = _cast(_dot(a, b, model), out_dtype)
+            brow = None if bias is None else np.asarray(bias, np.float64)[g]
+            y[r0:r0 + m] = _cast(_dot(a, b, model, brow), out_dtype)
         return y
     gl = np.asarray(group_list, np.int64)
     sizes = np.diff(gl, prepend=0) if group_list_type == 0 else gl

@@ -1,5 +1,6 @@
 """GroupedMatmul MX modes on the Ascend 950 (docs/ops/grouped_matmul.md §10): MXFP8 x and weight (FLOAT8_E4M3FN /
-FLOAT8_E5M2) with FLOAT8_E8M0 scales per 32 values of K, split M (group_type 0) and split K (group_type 2).
+FLOAT8_E5M2) with FLOAT8_E8M0 scales per 32 values of K, split M (group_type 0) and split K (group_type 2); MXFP4
+(FLOAT4_E2M1 x and weight, split M, an optional float32 bias).
 
 Source: ``hicann/ops-transformer: gmm/grouped_matmul/op_api/grouped_matmul_950_checker.cpp``
 (``CheckGroupedMatmulDAV3510``, ``CheckFp8Params``, ``CheckGroupedMatmulMxfp8``, ``CheckGroupedMatmulMxDtype``,
@@ -87,6 +88,13 @@ def e8m0(codes):
     return operands.e8m0_values(_Codes(np.ascontiguousarray(codes).view(np.uint8)), QMM_DEFAULTS["e8m0_zero"])
 
 
+def _values(a, name):
+    """Exact float64 values of an fp8 array, or of an fp4 one (ml_dtypes float4_e2m1fn: one code a byte)."""
+    if name in FP4:
+        return operands.float_values(operands.Operand(name, np.asarray(a), name, None))
+    return np.asarray(a).astype(np.float64)
+
+
 def _shape(a):
     return tuple(int(d) for d in a.shape)
 
@@ -111,7 +119,7 @@ def _check_group_list(gl, n_groups_expected, group_type):
 
 def check(x, w_nd, w_name, scale, pt, bias, gl, y_name, *, has_offset, has_antiquant, group_type, group_list_type,
           n_x, n_w, n_y, act_type):
-    """CheckGroupedMatmulDAV3510 for the float8 x float8 MX case, in CANN's order (161002 unless said)."""
+    """CheckGroupedMatmulDAV3510 for the MXFP8 / MXFP4 cases, in CANN's order (161002 unless said)."""
     x_name = _name(x)
     if y_name != "int32" and scale is None:
         _err("scale is nullptr: in quant case and when the output dtype is not int32, the value of scale cannot be "
@@ -129,9 +137,10 @@ def check(x, w_nd, w_name, scale, pt, bias, gl, y_name, *, has_offset, has_antiq
         _err("antiquantScale / antiquantOffset must be nullptr in the quant case (emulator-added)")
     if act_type != 0:
         _err(f"actType {act_type}: the MX case has no activation (KernelQGmmMx has no epilogue)")
-    if x_name in FP4 or w_name in FP4:
-        _err(f"x={x_name}, weight={w_name}: the float4 MX cases (MXFP4, fp8 x fp4 W4A8-MX) are not implemented in "
-             f"npu-emu yet (docs/ops/grouped_matmul.md §10.5)")
+    fp4 = x_name in FP4 and w_name in FP4
+    if not fp4 and (x_name in FP4 or w_name in FP4):
+        _err(f"x={x_name}, weight={w_name}: fp8 x with an fp4 weight (W4A8-MX, the weight-quant checker) is not "
+             f"implemented in npu-emu yet (docs/ops/grouped_matmul.md §10.5)")
     # CheckGeneralQuantShape
     m = x.shape[0] if x.ndim >= 1 else 0
     n = w_nd.shape[-1] if w_nd.ndim >= 1 else 0
@@ -144,18 +153,29 @@ def check(x, w_nd, w_name, scale, pt, bias, gl, y_name, *, has_offset, has_antiq
                 _err(f"weight shape {_shape(w_nd)}: when groupType is 0 (split M) and when the M or N value is not 0, "
                      f"axis K of weight must be a positive number")
     scale_name = _name(scale) if scale is not None else "uint64"
-    if scale_name != E8M0:
+    if fp4:
+        # CheckFp4Params
+        if group_type != SPLIT_M:
+            _err(f"groupType is {group_type}, expected 0 (the float4 MX case splits M only)")
+        if "float4_e1m2" in (x_name, w_name):
+            _err("weight format ND, expected FRACTAL_NZ: FLOAT4_E1M2 needs an NZ weight (npu-emu: the E1M2 MX case "
+                 "is not implemented, docs/ops/grouped_matmul.md §10.5)")
+        if scale_name != E8M0:
+            _err(f"scale {scale_name}: with float4 case, the dtype of scale must be within the range {{FLOAT8_E8M0}}")
+    elif scale_name != E8M0:
         if scale_name in ("float32", "uint64", "int64"):
             _err(f"scale {scale_name}: the float8 per-tensor / per-channel / per-tile quant cases "
                  f"(CheckFp8Hif8QuantParams) are not implemented in npu-emu yet; pass FLOAT8_E8M0 scales for MX "
                  f"(docs/ops/grouped_matmul.md §10.5)")
         _err(f"scale {scale_name}: with float8 case, the dtype of scale must be within the range {{FLOAT8_E8M0, "
              f"FLOAT32, UINT64, INT64}}")
-    # CheckGroupedMatmulMxfp8
-    if bias is not None:
+    # CheckGroupedMatmulMxfp8 / CheckGroupedMatmulMxfp4 -> CheckGroupedMatmulMxDtype
+    if bias is not None and not fp4:
         _err("bias is nonnull, expected nullptr (MXFP8 takes no bias)")
     if pt is None:
         _err("perTokenScale is nullptr: in mx case, the value of perTokenScale cannot be nullptr")
+    if bias is not None and _name(bias) != "float32":
+        _err(f"bias has dtype {_name(bias)}, expected FLOAT32")
     if _name(pt) != E8M0:
         _err(f"perTokenScale has dtype {_name(pt)}, expected FLOAT8_E8M0")
     if y_name not in MX_OUT:
@@ -176,9 +196,19 @@ def check(x, w_nd, w_name, scale, pt, bias, gl, y_name, *, has_offset, has_antiq
     g_num = int(glv.shape[0])
     m, k = x.shape
     if group_type == SPLIT_M:
-        _check_split_m_shapes(x, w_nd, scale, pt, g_num)
+        _check_split_m_shapes(x, w_nd, scale, pt, g_num, bias)
         if w_nd.shape[1] != k:
             _err(f"k dim value of x and weight is not matched: x has K={k}, weight has K={w_nd.shape[1]}.")
+        if fp4:                                   # CheckGroupedMatmulFp4MxDimValue
+            if w_nd.shape[2] % 2:
+                _err(f"weight shape {_shape(w_nd)}: when the weight is not transposed, axis N of weight must be an "
+                     f"even number")
+            if k % 2:
+                _err(f"x shape {_shape(x)}: when the dtypes of x and weight inputs are fp4, axis K of x must be an "
+                     f"even number")
+            if k == 2:
+                _err("when the dtypes of x and weight inputs are fp4, all axes K of x and weight must not be equal "
+                     "to 2")
         if group_list_type not in (0, 1):
             _err(f"groupListType {group_list_type}: the MX kernel reads the group list as cumulative (0) or counts "
                  f"(1) only (emulator-added)")
@@ -189,12 +219,19 @@ def check(x, w_nd, w_name, scale, pt, bias, gl, y_name, *, has_offset, has_antiq
     return glv
 
 
-def _check_split_m_shapes(x, w, scale, pt, g_num):
+def _check_split_m_shapes(x, w, scale, pt, g_num, bias=None):
     """CheckMxTypeMCaseInputShape: x (M, K), weight (E, K, N), scale (E, ceil(K/64), N, 2), perTokenScale
-    (M, ceil(K/64), 2)."""
+    (M, ceil(K/64), 2); CheckMxBiasInputShape: bias (G, N)."""
     m, k = x.shape
     n = w.shape[-1]
     kp = -(-k // MXFP_DIVISOR_SIZE)
+    if bias is not None:
+        if bias.ndim != 2:
+            _err(f"bias has {bias.ndim} dims, expected 2")
+        if bias.shape[0] != g_num:
+            _err(f"bias shape {_shape(bias)}: axis group of bias must be equal to axis 0 of groupTensor [{g_num}]")
+        if bias.shape[1] != n:
+            _err(f"bias shape {_shape(bias)}: axis N of bias must be equal to axis N of weight [{n}]")
     if m != pt.shape[0]:
         _err(f"x shape {_shape(x)}: axis M of x must be equal to axis M of perTokenScale [{pt.shape[0]}]")
     if scale.shape[2] != n:
@@ -244,7 +281,7 @@ def split_k_scale_row(k0, group):
     return k0 // MXFP_DIVISOR_SIZE + group
 
 
-def mx_cube(xv, s1, wv, s2, k, sig_x, sig_w, float_accum, base_k):
+def mx_cube(xv, s1, wv, s2, k, sig_x, sig_w, float_accum, base_k, bias=None):
     """The fp32 L0C value of one group's MX MMAD: x (m, k) x weight (k, n) with their E8M0 scales (x: (m, kp, 2),
     weight: (kp, n, 2)) applied exactly, summed under ``float_accum`` (quant_matmul's MX cube, §7.5 there)."""
     xe = _mx_expand(xv, s1, k, False, True)
@@ -253,7 +290,8 @@ def mx_cube(xv, s1, wv, s2, k, sig_x, sig_w, float_accum, base_k):
     if float_accum in ("numpy", "sequential"):
         a32 = _mx_expand(xv.astype(np.float32), s1.astype(np.float32), k, False, True)
         b32 = _mx_expand(wv.astype(np.float32), s2.astype(np.float32), k, False, False)
-    return accum.float_matmul(xe, we, sig_x, sig_w, float_accum=float_accum, base_k=base_k, a32=a32, b32=b32)
+    return accum.float_matmul(xe, we, sig_x, sig_w, float_accum=float_accum, base_k=base_k, bias=bias, a32=a32,
+                              b32=b32)
 
 
 class MxSub:
@@ -261,9 +299,10 @@ class MxSub:
 
     mode = "mx"
 
-    def __init__(self, args, x, w, s1, s2, ent, tr, k_ranges):
+    def __init__(self, args, x, w, s1, s2, ent, tr, k_ranges, bias=None):
         self.args, self.x, self.w, self.s1, self.s2, self.ent, self.tr = args, x, w, s1, s2, ent, tr
         self.k_ranges = k_ranges           # per entry: (k0, k1, first scale row) for split K, None for split M
+        self.bias = bias                   # (G, N) float32: MXFP4's bias, the L0C start value (BiasTable)
 
     def run(self, y, float_accum, validate):
         if self.tr is None:
@@ -282,8 +321,9 @@ class MxSub:
             r0, g = int(row[i]), int(w_idx[i])
             if self.k_ranges is None:
                 k = a.x_shape[1]
+                b = None if self.bias is None else self.bias[g:g + 1]
                 acc[r0:r0 + mg] = mx_cube(self.x[r0:r0 + mg], self.s1[r0:r0 + mg], self.w[g], self.s2[g], k, sig_x,
-                                          sig_w, float_accum, base_k)
+                                          sig_w, float_accum, base_k, b)
             else:
                 k0, k1, s0 = self.k_ranges
                 kp = -(-(k1 - k0) // MXFP_DIVISOR_SIZE)
@@ -330,7 +370,7 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
                 has_antiquant=kw["has_antiquant"], group_type=group_type, group_list_type=group_list_type,
                 n_x=len(xs), n_w=len(ws), n_y=n_y, act_type=kw["act_type"])
     x_name = _name(x)
-    xv = np.asarray(x).astype(np.float64)
+    xv = _values(x, x_name)
     s1 = e8m0(pt)
     s2 = e8m0(scale)
     m, k = x.shape
@@ -344,12 +384,13 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
             ent = launch.entries(glv, group_list_type, e, m)
             launch.validate_launch(tr, ent, args, "acc_f", launch.epilogue_decl(args, "float", ent),
                                    storage_dtype(y_name).itemsize, kw["validate"])
-        sub = MxSub(args, xv, np.asarray(w_nd).astype(np.float64), s1, s2, ent, tr, None)
+        b = None if bias is None else np.ascontiguousarray(bias, np.float32)
+        sub = MxSub(args, xv, _values(w_nd, w_name), s1, s2, ent, tr, None, b)
         return [sub], (lambda ys: ys), [(m, n)]
     # split K: one y (G, M, N); group g reads x[:, K_g], weight[K_g] and its scale rows from k0 // 64 + g
     ranges = forms.split_k_groups(glv, group_list_type, k)
     n = w_nd.shape[1]
-    wv = np.asarray(w_nd).astype(np.float64)
+    wv = _values(w_nd, w_name)
     subs = []
     for g, (k0, k1) in enumerate(ranges):
         kg = k1 - k0

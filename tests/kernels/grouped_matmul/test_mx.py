@@ -178,3 +178,50 @@ def test_fp8_without_e8m0_scales_is_named_not_implemented():
         api.npu_grouped_matmul([X], [W], scale=[np.ones((E, N), np.float32)], group_list=GL, split_item=3,
                                group_type=0, output_dtype="bfloat16", soc=A5)
     assert ei.value.status == 161002 and "not implemented" in str(ei.value)
+
+
+# ---- MXFP4 (float4_e2m1 x and weight, split M) ---------------------------------------------------------------
+
+FP4 = ml_dtypes.float4_e2m1fn
+
+
+def _fp4(shape):
+    return (RNG.standard_normal(shape) * 2).astype(FP4)
+
+
+X4 = _fp4((M, K))
+W4 = _fp4((E, K, N))
+BIAS = RNG.uniform(-4, 4, (E, N)).astype(np.float32)
+
+
+@pytest.mark.parametrize("bias,out", [(None, "bfloat16"), (BIAS, "float32"), (BIAS, "float16")])
+def test_mxfp4_split_m_bits(bias, out):
+    y = gmm(X4, W4, output_dtype=out, bias=None if bias is None else [bias])
+    same_bits(y, golden_modes.grouped_matmul_mx(X4, W4, S2, S1, GL, out_dtype=out, bias=bias))
+
+
+def test_mxfp4_numpy_model():
+    y = gmm(X4, W4, bias=[BIAS], float_accum="numpy", output_dtype="float32")
+    same_bits(y, golden_modes.grouped_matmul_mx(X4, W4, S2, S1, GL, out_dtype="float32", bias=BIAS, model="numpy"))
+
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(group_type=2, split_item=3), "expected 0"),
+    (dict(bias=[BIAS.astype(np.float16)]), "expected FLOAT32"),
+    (dict(bias=[BIAS[:2]]), "axis group of bias"),
+    (dict(x=_fp4((M, 3)), w=_fp4((E, 3, N)), s2=S2[:, :1], s1=S1[:, :1]), "axis K of x must be an even"),
+    (dict(x=_fp4((M, 2)), w=_fp4((E, 2, N)), s2=S2[:, :1], s1=S1[:, :1]), "must not be equal to 2"),
+    (dict(w=_fp4((E, K, N - 1)), s2=S2[:, :, :N - 1]), "axis N of weight must be an even"),
+])
+def test_mxfp4_errors(kw, words):
+    kw.setdefault("x", X4)
+    kw.setdefault("w", W4)
+    with pytest.raises(AclnnError) as ei:
+        gmm(**kw)
+    assert ei.value.status == 161002 and words in str(ei.value)
+
+
+def test_w4a8_mx_is_named_not_implemented():
+    with pytest.raises(AclnnError) as ei:
+        gmm(X, W4)
+    assert ei.value.status == 161002 and "W4A8-MX" in str(ei.value)
