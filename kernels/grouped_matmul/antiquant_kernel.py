@@ -9,8 +9,8 @@ Every weight row of N values (one k of one expert) becomes the x-dtype weight th
 * half out (``AntiQuantInnerLoopF16`` / the performance path): Cast int8 -> half (exact), Add the half offset, Mul
   the half scale, each a half vector operation (one RNE rounding each);
 * bf16 out (``AntiQuantInnerLoop`` / ``CalculationMax`` / ``CalcN64ByBrcb``, the same steps in each): Cast int8 ->
-  half -> float (exact; here one exact Cast int8 -> float), Add the offset widened to float, Mul the scale widened to float (float32 operations),
-  Cast float -> bf16 with CAST_RINT.
+  half -> float (exact both times), Add the offset widened to float, Mul the scale widened to float (float32
+  operations), Cast float -> bf16 with CAST_RINT.
 
 int4 weights arrive sign-extended in int8 (their half values are the same). The split of the cast over cores
 (``CastWeightConfig``, the antiquantPerformance rounds) is not reproduced: each element is computed alone, so the
