@@ -225,3 +225,10 @@ def test_w4a8_mx_is_named_not_implemented():
     with pytest.raises(AclnnError) as ei:
         gmm(X, W4)
     assert ei.value.status == 161002 and "W4A8-MX" in str(ei.value)
+
+
+def test_nz_weight_is_the_nd_weight():
+    from npu_emu.kernels.quant_matmul.api import NzWeight
+
+    nz = NzWeight.from_nd(W, "float8_e4m3fn")
+    same_bits(gmm(w=nz), gmm())
