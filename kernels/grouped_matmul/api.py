@@ -31,7 +31,7 @@ from npu_emu.frontend.core import (
     to_user,
     write_out,
 )
-from npu_emu.kernels.grouped_matmul import api_forms as forms, checks, launch, tiling as tiling_mod
+from npu_emu.kernels.grouped_matmul import antiquant, api_forms as forms, checks, launch, mx, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import accum
 from npu_emu.kernels.quant_matmul.api import NzWeight
 
@@ -227,6 +227,12 @@ def _build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_ty
     """The form of the call (api_forms.py) -> (subs, assemble, out_shapes): ``assemble(ys)`` gives the outputs from
     the subs' ys, ``out_shapes`` the shape of every output."""
     forms.not_null(xs, ws)
+    if kw.get("antiquant") is not None and antiquant.handles(xs, ws):     # W8A16 / W4A16 (antiquant.py)
+        return antiquant.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item,
+                               group_type=group_type, group_list_type=group_list_type, kw=kw, rebuild=_build)
+    if mx.handles(xs, ws, kw["soc"]):                       # the 950 float8 quant cases (mx.py)
+        return mx.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item, group_type=group_type,
+                        group_list_type=group_list_type, kw=kw, weight_nd=_weight_nd)
     form = forms.form_of(len(xs), len(ws), n_y, split_item, group_type)
     pt = None if pts is None else pts
     forms.no_per_token_with_lists(pt, len(xs), len(ws), n_y)
@@ -354,6 +360,9 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
         wdt = storage_dtype(resolve_dtype(weight_dtype, "weight_dtype"))
         ws = [a if a is None or isinstance(a, NzWeight) else a.view(wdt) for a in ws]
     gl = None if group_list is None else as_array(group_list, "group_list", origin=origin)
+    scale = mx.relabel(_arrays(scale, "scale", origin), scale_dtype, "scale_dtype")
+    per_token_scale = mx.relabel(_arrays(per_token_scale, "per_token_scale", origin), per_token_scale_dtype,
+                                 "per_token_scale_dtype")
     split_item = as_int(split_item if split_item is not None else 0, "split_item")
     group_type = as_int(group_type if group_type is not None else -1, "group_type")
     group_list_type = as_int(group_list_type if group_list_type is not None else 0, "group_list_type")
@@ -375,6 +384,8 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
                              or _list(antiquant_offset, "antiquant_offset") is not None),
               group_list_type=group_list_type, act_type=act_type, tuning=tuning, origin=origin, soc=soc,
               core_num=core_num, user_tiling=tiling, validate=validate)
+    kw["antiquant"] = (_arrays(antiquant_scale, "antiquant_scale", origin),
+                       _arrays(antiquant_offset, "antiquant_offset", origin), kw["has_offset"])
     n_y = forms.y_count(split_item, group_type, len(xs))
     subs, assemble, shapes = _build(xs, ws, _arrays(bias, "bias", origin), _arrays(scale, "scale", origin),
                                     _arrays(per_token_scale, "per_token_scale", origin), gl, y_name, n_y,
@@ -425,6 +436,8 @@ def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, grou
                                                                                             "groupListType"),
                   act_type=as_int(act_type, "actType"), tuning=tuning, origin=origin, soc=soc, core_num=core_num,
                   user_tiling=user_tiling, validate=validate)
+        kw["antiquant"] = (_arrays(aq_scale, "antiquantScale", origin), _arrays(aq_offset, "antiquantOffset", origin),
+                           kw["has_offset"])
         subs, assemble, shapes = _build(xs, ws, _arrays(bias, "bias", origin), _arrays(scale, "scale", origin),
                                         _arrays(pt, "perTokenScale", origin), gl, y_names[0], len(o_arrs),
                                         split_item=as_int(split_item, "splitItem"),

@@ -52,8 +52,8 @@ def mode_of(a):
     if a.x_dtype in FLOAT_IN and a.x_dtype == a.w_dtype:
         return "float"
     if a.x_dtype in ("bfloat16", "float16") and a.w_dtype in ("int8", "int4"):
-        _err("GMM: antiquant (W8A16 / W4A16: x bfloat16/float16 with int8/int4 weight) is not implemented in "
-             "npu-emu yet (docs/ops/grouped_matmul.md §9)")
+        _err("GMM: antiquant (W8A16 / W4A16: x bfloat16/float16 with int8/int4 weight) is checked and run by "
+             "antiquant.py before these checks (docs/ops/grouped_matmul.md §11)")
     _err(f"GMM: there is no matching xDtype and weightDtype pattern. case with x dtype {a.x_dtype} and weight dtype "
          f"{a.w_dtype} is not supported (int8/int8 quant, or x and weight both bfloat16, float16 or float32).")
 

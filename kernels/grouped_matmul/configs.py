@@ -38,3 +38,53 @@ config("grouped_matmul.int8_pertoken_bf16", "A8W8 per-channel x per-token -> bfl
 config("grouped_matmul.int8_pertoken_fp16", "A8W8 per-channel x per-token -> float16")(_gmm("float16", True))
 config("grouped_matmul.bf16", "plain bfloat16 (float_accum exact)")(_gmm(None, False, plain=_bf16(np.zeros(1)).dtype))
 config("grouped_matmul.fp16", "plain float16 (float_accum exact)")(_gmm(None, False, plain=np.float16))
+
+
+@config("grouped_matmul.mxfp8_bf16", "MXFP8 e4m3fn with E8M0 scales per 32 on ascend950pr, split M -> bfloat16")
+def _gmm_mxfp8():
+    import ml_dtypes
+
+    from npu_emu.ops import npu_grouped_matmul
+
+    rng = _rng(950)
+    e, m, k, n = 2, 12, 64, 32
+    x = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    w = rng.standard_normal((e, k, n)).astype(ml_dtypes.float8_e4m3fn)
+    s2 = rng.integers(120, 134, (e, 1, n, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    s1 = rng.integers(120, 134, (m, 1, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    gl = np.array([5, 12], np.int64)
+    return lambda: npu_grouped_matmul([x], [w], scale=[s2], per_token_scale=[s1], group_list=gl, split_item=3,
+                                      group_type=0, output_dtype="bfloat16", soc="ascend950pr")
+
+
+@config("grouped_matmul.w8a16_bf16", "antiquant W8A16: bfloat16 x, int8 weight, per-channel antiquant scale / offset")
+def _gmm_w8a16():
+    from npu_emu.ops import npu_grouped_matmul
+
+    rng = _rng(816)
+    e, m, k, n = 2, 12, 64, 32
+    x = _bf16(rng.standard_normal((m, k)))
+    w = rng.integers(-128, 128, (e, k, n), dtype=np.int16).astype(np.int8)
+    s = _bf16(rng.uniform(0.001, 0.05, (e, n)))
+    o = _bf16(rng.uniform(-3, 3, (e, n)))
+    gl = np.array([5, 12], np.int64)
+    return lambda: npu_grouped_matmul([x], [w], antiquant_scale=[s], antiquant_offset=[o], group_list=gl,
+                                      split_item=3, group_type=0)
+
+
+@config("grouped_matmul.mxfp4_bf16", "MXFP4 e2m1 with E8M0 scales per 32 and a float32 bias on ascend950pr -> bfloat16")
+def _gmm_mxfp4():
+    import ml_dtypes
+
+    from npu_emu.ops import npu_grouped_matmul
+
+    rng = _rng(951)
+    e, m, k, n = 2, 12, 64, 32
+    x = rng.standard_normal((m, k)).astype(ml_dtypes.float4_e2m1fn)
+    w = rng.standard_normal((e, k, n)).astype(ml_dtypes.float4_e2m1fn)
+    s2 = rng.integers(120, 134, (e, 1, n, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    s1 = rng.integers(120, 134, (m, 1, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    b = rng.uniform(-1, 1, (e, n)).astype(np.float32)
+    gl = np.array([5, 12], np.int64)
+    return lambda: npu_grouped_matmul([x], [w], scale=[s2], per_token_scale=[s1], bias=[b], group_list=gl,
+                                      split_item=3, group_type=0, output_dtype="bfloat16", soc="ascend950pr")

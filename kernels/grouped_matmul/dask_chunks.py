@@ -25,7 +25,8 @@ def _one(v, name):
 def grouped_matmul(x, weight, *, group_list, group_list_type=0, per_token_scale=None, rechunk=True, **kwargs):
     """``npu_grouped_matmul`` (group_type 0, one x, one (E, K, N) weight, one y) over a 2-D dask x [M, K] split by
     rows -> dask y [M, N], bit-identical to one call. ``weight``, ``group_list`` (types 0 / 1), ``scale`` and
-    ``bias`` are numpy, sent once; ``per_token_scale`` (M,) is split with x. K is rechunked to one chunk; with
+    ``bias`` (and ``antiquant_scale`` / ``antiquant_offset``) are numpy, sent once; ``per_token_scale`` (M,), or the
+    MX (M, ceil(K/64), 2), is split with x. K is rechunked to one chunk; with
     ``float_accum="numpy"`` (BLAS, whose blocking may depend on M) rows are one chunk too."""
     x = _as_dask(_one(x, "x"), "x")
     weight = _one(weight, "weight")
@@ -62,16 +63,19 @@ def grouped_matmul(x, weight, *, group_list, group_list_type=0, per_token_scale=
     per_row = per_token_scale is not None
     if per_row:
         pts = np.asarray(_one(per_token_scale, "per_token_scale"))
-        if pts.shape != (m,):
-            raise _bad(f"npu_emu.dask.grouped_matmul: per_token_scale must have shape ({m},), got {pts.shape}")
-        pa = da.from_array(pts.reshape(m, 1), chunks=(x.chunks[0], (1,)), name=False)
+        if pts.ndim < 1 or pts.shape[0] != m:
+            raise _bad(f"npu_emu.dask.grouped_matmul: per_token_scale must have {m} rows ((M,), or (M, ceil(K/64), 2) "
+                       f"E8M0 for MX), got {pts.shape}")
+        pt_tail = pts.shape[1:]                   # the MX per-token scale's (ceil(K/64), 2) rows travel with x's
+        width = int(np.prod(pt_tail)) if pt_tail else 1
+        pa = da.from_array(pts.reshape(m, width), chunks=(x.chunks[0], (width,)), name=False)
 
     def run(block, *rest, block_info=None):
         idx, st, sz = _block_info(block_info)
         r0, r1 = st[0], st[0] + sz[0]
         counts = np.clip(np.minimum(ends, r1) - np.maximum(starts, r0), 0, None).astype(np.int64)
         if per_row:
-            p, rest = [rest[0].reshape(-1)], rest[1:]
+            p, rest = [rest[0].reshape((-1,) + pt_tail)], rest[1:]
         else:
             p = None
         w, *vals = rest

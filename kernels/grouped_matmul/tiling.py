@@ -46,7 +46,7 @@ THRESHOLD_BLOCK_NUM = 8       # grouped_matmul.h thresholdBlockNum: the diagonal
 THRESHOLD_DIM_M = 5           # grouped_matmul.h thresholdDimM on dav-c220 (1 on dav-m200: no diagonal walk)
 
 _SIZE = {"int8": 1, "int4": 0.5, "bfloat16": 2, "float16": 2, "float32": 4, "int32": 4, "int64": 8,
-         "uint64": 8}
+         "uint64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1, "float4_e2m1": 0.5}
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
         group_list_type=group_list_type, act_type=act_type,
         tuning_config=None if tuning_config is None else list(tuning_config),
         output_dtype=dtype_arg(output_dtype, "output_dtype"), x_dtype=dtype_arg(x_dtype, "x_dtype"),
-        weight_dtype=dtype_arg(weight_dtype, "weight_dtype"), **soc_kw())
+        weight_dtype=dtype_arg(weight_dtype, "weight_dtype"), scale_dtype=dtype_arg(scale_dtype, "scale_dtype"),
+        per_token_scale_dtype=dtype_arg(per_token_scale_dtype, "per_token_scale_dtype"), **soc_kw())
 
 
 def npu_grouped_matmul_fake(x, weight, *, bias=None, scale=None, offset=None, antiquant_scale=None,

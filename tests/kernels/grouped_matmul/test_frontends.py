@@ -80,3 +80,28 @@ def test_dask_int32_and_bad_group_list():
     with pytest.raises(AclnnError) as ei:
         nd.grouped_matmul(da.from_array(x, chunks=(4, 16)), w, group_list=np.array([20, 11]), output_dtype="int32")
     assert ei.value.status == 161002 and "incremental" in str(ei.value)
+
+
+def test_dask_mx_and_antiquant_give_the_whole_call():
+    """The modes of docs/ops/grouped_matmul.md §10 / §11 by rows: the MX per-token scale (M, ceil(K/64), 2) is cut
+    with x; the antiquant scale / offset travel whole."""
+    import ml_dtypes
+    import npu_emu.dask as nd
+
+    e, m, k, n = 3, 40, 64, 16
+    gl = np.array([9, 9, 33], np.int64)
+    x = RNG.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    w = RNG.standard_normal((e, k, n)).astype(ml_dtypes.float8_e4m3fn)
+    s2 = RNG.integers(120, 134, (e, 1, n, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    s1 = RNG.integers(120, 134, (m, 1, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    kw = dict(scale=[s2], per_token_scale=[s1], output_dtype="bfloat16", soc="ascend950pr")
+    want = ops.npu_grouped_matmul([x], [w], group_list=gl, split_item=3, group_type=0, **kw)[0]
+    got = nd.grouped_matmul(da.from_array(x, chunks=(7, k)), [w], group_list=gl, **kw).compute(scheduler="sync")
+    assert np.array_equal(np.asarray(got).view(np.uint16), want.view(np.uint16))
+    xb = RNG.standard_normal((m, k)).astype(np.float16)
+    w8 = RNG.integers(-128, 128, (e, k, n)).astype(np.int8)
+    s = RNG.uniform(0.001, 0.05, (e, n)).astype(np.float16)
+    kw = dict(antiquant_scale=[s], antiquant_offset=[-s])
+    want = ops.npu_grouped_matmul([xb], [w8], group_list=gl, split_item=3, group_type=0, **kw)[0]
+    got = nd.grouped_matmul(da.from_array(xb, chunks=(11, k)), [w8], group_list=gl, **kw).compute(scheduler="sync")
+    assert np.array_equal(np.asarray(got).view(np.uint16), want.view(np.uint16))

@@ -1,0 +1,411 @@
+"""GroupedMatmul MX modes on the Ascend 950 (docs/ops/grouped_matmul.md §10): MXFP8 x and weight (FLOAT8_E4M3FN /
+FLOAT8_E5M2) with FLOAT8_E8M0 scales per 32 values of K, split M (group_type 0) and split K (group_type 2); MXFP4
+(FLOAT4_E2M1 x and weight, split M, an optional float32 bias).
+
+Source: ``hicann/ops-transformer: gmm/grouped_matmul/op_api/grouped_matmul_950_checker.cpp``
+(``CheckGroupedMatmulDAV3510``, ``CheckFp8Params``, ``CheckGroupedMatmulMxfp8``, ``CheckGroupedMatmulMxDtype``,
+``CheckGroupedMatmulPerGroupDim``, ``CheckMxTypeMCaseInputShape``, ``CheckMxFp8TypeKCaseInputShape``) and the kernel
+``op_kernel/arch35/quant_adaptive_sliding_window_templates/gqmm_cgmct_mx_kernel.h`` -> ``KernelQGmmMx``
+(cgmct ``kernel_qgmm_mx.h``: ``UpdateOffset``, ``SetMNK``, ``GetSplitValueFromGroupList``). The kernel is AIC only:
+per group the MX MMAD (E8M0 scales applied per 32 values of K inside the cube) into L0C, the FixPipe writes y
+(``BlockEpilogueEmpty``: no vector epilogue).
+
+What npu-emu reuses: quant_matmul's MX cube (``v3._mx_expand`` applies the E8M0 scales exactly, ``accum.float_matmul``
+sums under ``float_accum``) and GroupedMatmul's per-core walk (``launch.run_epilogue`` in its plain-float form: the
+fp32 L0C value cast to y). The arch35 tiling (``grouped_quant_basic_api_matmul_tiling.cpp``) and its ASWT scheduler
+with tail split are not reproduced: the walk is the A2/A3 one (it decides which core writes which block, never a
+value; ``float_accum="kchunk"`` takes its baseK).
+"""
+
+import dataclasses
+
+import ml_dtypes
+import numpy as np
+
+from npu_emu.device import memo, platforms
+from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from npu_emu.frontend.core import check_memory, resolve_dtype, storage_dtype
+from npu_emu.kernels.grouped_matmul import api_forms as forms, checks, launch, tiling as tiling_mod
+from npu_emu.kernels.quant_matmul import accum, operands
+from npu_emu.kernels.quant_matmul.api import NzWeight
+from npu_emu.kernels.quant_matmul.switches import DEFAULTS as QMM_DEFAULTS
+from npu_emu.kernels.quant_matmul.v3 import _mx_expand
+
+FP8 = ("float8_e4m3fn", "float8_e5m2")
+FP4 = ("float4_e2m1", "float4_e1m2")
+E8M0 = "float8_e8m0"
+MXFP_DIVISOR_SIZE = 64          # one scale row holds the two E8M0 codes of 64 values of K
+MXFP_MULTI_BASE_SIZE = 2
+MX_OUT = ("float16", "bfloat16", "float32")
+SPLIT_M, SPLIT_N, SPLIT_K = 0, 1, 2
+API = "aclnnGroupedMatmul"
+
+
+def _err(msg):
+    raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{API}: {msg}")
+
+
+def is_arch35(soc):
+    return platforms.get(soc).npu_arch == 3510
+
+
+def _name(a):
+    if a is None:
+        return None
+    if isinstance(a, NzWeight):
+        return resolve_dtype(a.dtype, "dtype") if a.dtype is not None else resolve_dtype(np.asarray(a.storage).dtype)
+    return resolve_dtype(a.dtype)
+
+
+def handles(xs, ws, soc):
+    """True when the call is one of the 950 float8 / float4 quant cases this module owns. On A2/A3 the dtypes fall
+    to aclnn_grouped_matmul.cpp's 'no matching xDtype and weightDtype pattern' (checks.mode_of)."""
+    if not is_arch35(soc):
+        return False
+    x_name, w_name = _name(xs[0]), _name(ws[0])
+    return x_name in FP8 + FP4 and w_name in FP8 + FP4
+
+
+def relabel(arrs, dtype, what):
+    """``scale_dtype`` / ``per_token_scale_dtype`` of npu_grouped_matmul: the bits of each array read as that dtype
+    (uint8 codes as FLOAT8_E8M0)."""
+    if dtype is None or arrs is None:
+        return arrs
+    name = resolve_dtype(dtype, what)
+    dt = np.dtype(ml_dtypes.float8_e8m0fnu) if name == E8M0 else storage_dtype(name)
+    return [a if a is None else np.ascontiguousarray(a).view(dt) for a in arrs]
+
+
+class _Codes:
+    """The one field operands.e8m0_values reads."""
+
+    def __init__(self, data):
+        self.data = data
+
+
+def e8m0(codes):
+    """E8M0 codes -> exact float64 powers of two (quant_matmul's table; 0xFF is NaN, 0x00 per its e8m0_zero default)."""
+    return operands.e8m0_values(_Codes(np.ascontiguousarray(codes).view(np.uint8)), QMM_DEFAULTS["e8m0_zero"])
+
+
+def _values(a, name):
+    """Exact float64 values of an fp8 array, or of an fp4 one (ml_dtypes float4_e2m1fn: one code a byte)."""
+    if name in FP4:
+        return operands.float_values(operands.Operand(name, np.asarray(a), name, None))
+    return np.asarray(a).astype(np.float64)
+
+
+def _shape(a):
+    return tuple(int(d) for d in a.shape)
+
+
+def _check_group_list(gl, n_groups_expected, group_type):
+    if gl is None:
+        _err("in quant case, the value of groupList cannot be nullptr")
+    glv = np.asarray(gl)
+    if resolve_dtype(glv.dtype) != "int64":
+        _err("Invalid dtype: Only int64 is supported for groupList.")
+    if glv.ndim != 1:
+        _err(f"groupList must be 1-D in the MX case, got shape {glv.shape} (the MX kernel reads one value a group: "
+             f"GetSplitValueFromGroupList has no [e, 2] form)")
+    if glv.shape[0] > checks.MAX_GROUP_LIST_SIZE_TENSOR or glv.shape[0] < 1:
+        _err(f"groupList must have 1 .. {checks.MAX_GROUP_LIST_SIZE_TENSOR} entries, got {glv.shape[0]}")
+    if group_type == SPLIT_M and n_groups_expected is not None and glv.shape[0] != n_groups_expected \
+            and n_groups_expected != 1:
+        _err(f"When groupList is not null, size of groupList(tensor) {glv.shape[0]} should be equal to weight dim 0 "
+             f"{n_groups_expected} with groupType 0.")
+    return glv
+
+
+def check(x, w_nd, w_name, scale, pt, bias, gl, y_name, *, has_offset, has_antiquant, group_type, group_list_type,
+          n_x, n_w, n_y, act_type):
+    """CheckGroupedMatmulDAV3510 for the MXFP8 / MXFP4 cases, in CANN's order (161002 unless said)."""
+    x_name = _name(x)
+    if y_name != "int32" and scale is None:
+        _err("scale is nullptr: in quant case and when the output dtype is not int32, the value of scale cannot be "
+             "nullptr")
+    if gl is None:
+        _err("groupList is nullptr: in quant case, the value of groupList cannot be nullptr")
+    if has_offset:
+        _err("offset is nonnull, expected nullptr")
+    if group_type == SPLIT_N or group_type not in (SPLIT_M, SPLIT_K):
+        _err(f"groupType is {group_type}: the value of groupType must be in 0 or 2")
+    if not (n_x == 1 and n_w == 1 and n_y == 1):
+        _err(f"x, weight and y have x={n_x}, weight={n_w}, y={n_y} tensors: in quant case, only single-single-single "
+             f"or weightNz single-multi-single tensor layout is supported (npu-emu: single-single-single)")
+    if has_antiquant:
+        _err("antiquantScale / antiquantOffset must be nullptr in the quant case (emulator-added)")
+    if act_type != 0:
+        _err(f"actType {act_type}: the MX case has no activation (KernelQGmmMx has no epilogue)")
+    fp4 = x_name in FP4 and w_name in FP4
+    if not fp4 and (x_name in FP4 or w_name in FP4):
+        _err(f"x={x_name}, weight={w_name}: fp8 x with an fp4 weight (W4A8-MX, the weight-quant checker) is not "
+             f"implemented in npu-emu yet (docs/ops/grouped_matmul.md §10.5)")
+    # CheckGeneralQuantShape
+    m = x.shape[0] if x.ndim >= 1 else 0
+    n = w_nd.shape[-1] if w_nd.ndim >= 1 else 0
+    if m and n:
+        if group_type == SPLIT_M:
+            if x.ndim < 2 or x.shape[1] <= 0:
+                _err(f"x shape {_shape(x)}: when groupType is 0 (split M) and when the M or N value is not 0, axis K "
+                     f"of x must be a positive number")
+            if w_nd.ndim < 2 or w_nd.shape[-2] <= 0:
+                _err(f"weight shape {_shape(w_nd)}: when groupType is 0 (split M) and when the M or N value is not 0, "
+                     f"axis K of weight must be a positive number")
+    scale_name = _name(scale) if scale is not None else "uint64"
+    if fp4:
+        # CheckFp4Params
+        if group_type != SPLIT_M:
+            _err(f"groupType is {group_type}, expected 0 (the float4 MX case splits M only)")
+        if "float4_e1m2" in (x_name, w_name):
+            _err("weight format ND, expected FRACTAL_NZ: FLOAT4_E1M2 needs an NZ weight (npu-emu: the E1M2 MX case "
+                 "is not implemented, docs/ops/grouped_matmul.md §10.5)")
+        if scale_name != E8M0:
+            _err(f"scale {scale_name}: with float4 case, the dtype of scale must be within the range {{FLOAT8_E8M0}}")
+    elif scale_name != E8M0:
+        if scale_name in ("float32", "uint64", "int64"):
+            _err(f"scale {scale_name}: the float8 per-tensor / per-channel / per-tile quant cases "
+                 f"(CheckFp8Hif8QuantParams) are not implemented in npu-emu yet; pass FLOAT8_E8M0 scales for MX "
+                 f"(docs/ops/grouped_matmul.md §10.5)")
+        _err(f"scale {scale_name}: with float8 case, the dtype of scale must be within the range {{FLOAT8_E8M0, "
+             f"FLOAT32, UINT64, INT64}}")
+    # CheckGroupedMatmulMxfp8 / CheckGroupedMatmulMxfp4 -> CheckGroupedMatmulMxDtype
+    if bias is not None and not fp4:
+        _err("bias is nonnull, expected nullptr (MXFP8 takes no bias)")
+    if pt is None:
+        _err("perTokenScale is nullptr: in mx case, the value of perTokenScale cannot be nullptr")
+    if bias is not None and _name(bias) != "float32":
+        _err(f"bias has dtype {_name(bias)}, expected FLOAT32")
+    if _name(pt) != E8M0:
+        _err(f"perTokenScale has dtype {_name(pt)}, expected FLOAT8_E8M0")
+    if y_name not in MX_OUT:
+        _err(f"y has dtype {y_name}, expected FLOAT16, BFLOAT16 or FLOAT32")
+    # CheckGroupedMatmulPerGroupDim
+    if x.ndim != 2:
+        _err(f"x has {x.ndim} dims, expected 2")
+    if group_type == SPLIT_M:
+        if w_nd.ndim != 3:
+            _err(f"weight has {w_nd.ndim} dims, expected 3")
+        if scale.ndim != 4:
+            _err(f"scale has {scale.ndim} dims, expected 4")
+        if pt.ndim != 3:
+            _err(f"perTokenScale has {pt.ndim} dims, expected 3")
+    elif w_nd.ndim != 2:
+        _err(f"weight has {w_nd.ndim} dims, expected 2")
+    glv = _check_group_list(gl, w_nd.shape[0] if group_type == SPLIT_M else None, group_type)
+    g_num = int(glv.shape[0])
+    m, k = x.shape
+    if group_type == SPLIT_M:
+        _check_split_m_shapes(x, w_nd, scale, pt, g_num, bias)
+        if w_nd.shape[1] != k:
+            _err(f"k dim value of x and weight is not matched: x has K={k}, weight has K={w_nd.shape[1]}.")
+        if fp4:                                   # CheckGroupedMatmulFp4MxDimValue
+            if w_nd.shape[2] % 2:
+                _err(f"weight shape {_shape(w_nd)}: when the weight is not transposed, axis N of weight must be an "
+                     f"even number")
+            if k % 2:
+                _err(f"x shape {_shape(x)}: when the dtypes of x and weight inputs are fp4, axis K of x must be an "
+                     f"even number")
+            if k == 2:
+                _err("when the dtypes of x and weight inputs are fp4, all axes K of x and weight must not be equal "
+                     "to 2")
+        if group_list_type not in (0, 1):
+            _err(f"groupListType {group_list_type}: the MX kernel reads the group list as cumulative (0) or counts "
+                 f"(1) only (emulator-added)")
+    else:
+        _check_split_k_shapes(x, w_nd, scale, pt, g_num)
+        if w_nd.shape[0] != k:
+            _err(f"K dim value of x and weight is not matched: x has K={k}, weight has K={w_nd.shape[0]}.")
+    return glv
+
+
+def _check_split_m_shapes(x, w, scale, pt, g_num, bias=None):
+    """CheckMxTypeMCaseInputShape: x (M, K), weight (E, K, N), scale (E, ceil(K/64), N, 2), perTokenScale
+    (M, ceil(K/64), 2); CheckMxBiasInputShape: bias (G, N)."""
+    m, k = x.shape
+    n = w.shape[-1]
+    kp = -(-k // MXFP_DIVISOR_SIZE)
+    if bias is not None:
+        if bias.ndim != 2:
+            _err(f"bias has {bias.ndim} dims, expected 2")
+        if bias.shape[0] != g_num:
+            _err(f"bias shape {_shape(bias)}: axis group of bias must be equal to axis 0 of groupTensor [{g_num}]")
+        if bias.shape[1] != n:
+            _err(f"bias shape {_shape(bias)}: axis N of bias must be equal to axis N of weight [{n}]")
+    if m != pt.shape[0]:
+        _err(f"x shape {_shape(x)}: axis M of x must be equal to axis M of perTokenScale [{pt.shape[0]}]")
+    if scale.shape[2] != n:
+        _err(f"weight shape {_shape(w)}: axis N of weight must be equal to axis N of scale [{scale.shape[2]}]")
+    if scale.shape[0] != g_num:
+        _err(f"scale shape {_shape(scale)}: axis group of scale must be equal to axis 0 of groupTensor [{g_num}]")
+    if scale.shape[1] != kp:
+        _err(f"scale shape {_shape(scale)}: axis K of scale must be equal to ceil(k/64) [{kp}]")
+    if pt.shape[1] != kp:
+        _err(f"perTokenScale shape {_shape(pt)}: axis K of perTokenScale must be equal to ceil(k/64) [{kp}]")
+    if pt.shape[-1] != MXFP_MULTI_BASE_SIZE:
+        _err(f"perTokenScale shape {_shape(pt)}: current perTokenScale last axis is {pt.shape[-1]}, expected 2")
+    if scale.shape[-1] != MXFP_MULTI_BASE_SIZE:
+        _err(f"scale shape {_shape(scale)}: current scale last axis is {scale.shape[-1]}, expected 2")
+
+
+def _check_split_k_shapes(x, w, scale, pt, g_num):
+    """CheckMxFp8TypeKCaseInputShape: x (M, K), weight (K, N), scale (K/64 + G, N, 2), perTokenScale
+    (M, K/64 + G, 2): each group's scales start at a row of their own (UpdateOffset)."""
+    if scale.ndim != 3:
+        _err(f"scale has {scale.ndim} dims, expected 3")
+    if pt.ndim != 3:
+        _err(f"perTokenScale has {pt.ndim} dims, expected 3")
+    m, k = x.shape
+    n = w.shape[1]
+    rows = k // MXFP_DIVISOR_SIZE + g_num
+    if m != pt.shape[0]:
+        _err(f"x shape {_shape(x)}: axis M of x must be equal to axis M of perTokenScale [{pt.shape[0]}]")
+    if n != scale.shape[1]:
+        _err(f"weight shape {_shape(w)}: axis N of weight must be equal to axis N of scale [{scale.shape[1]}]")
+    if pt.shape[1] != rows:
+        _err(f"perTokenScale shape {_shape(pt)}: axis K of perTokenScale must be equal to axis K of x divided by 64, "
+             f"plus groupSize [{rows}]")
+    if scale.shape[0] != rows:
+        _err(f"scale shape {_shape(scale)}: axis K of scale must be equal to axis K of x divided by 64, plus "
+             f"groupSize [{rows}]")
+    if scale.shape[-1] != MXFP_MULTI_BASE_SIZE:
+        _err(f"scale shape {_shape(scale)}: when split K in MX quant mode, current scale last axis is "
+             f"{scale.shape[-1]}, expected 2")
+    if pt.shape[-1] != MXFP_MULTI_BASE_SIZE:
+        _err(f"perTokenScale shape {_shape(pt)}: when split K in MX quant mode, current perTokenScale last axis is "
+             f"{pt.shape[-1]}, expected 2")
+
+
+def split_k_scale_row(k0, group):
+    """UpdateOffset (split K): the first scale row of a group whose K values start at ``k0``."""
+    return k0 // MXFP_DIVISOR_SIZE + group
+
+
+def mx_cube(xv, s1, wv, s2, k, sig_x, sig_w, float_accum, base_k, bias=None):
+    """The fp32 L0C value of one group's MX MMAD: x (m, k) x weight (k, n) with their E8M0 scales (x: (m, kp, 2),
+    weight: (kp, n, 2)) applied exactly, summed under ``float_accum`` (quant_matmul's MX cube, §7.5 there)."""
+    xe = _mx_expand(xv, s1, k, False, True)
+    we = _mx_expand(wv, s2, k, False, False)
+    a32 = b32 = None
+    if float_accum in ("numpy", "sequential"):
+        a32 = _mx_expand(xv.astype(np.float32), s1.astype(np.float32), k, False, True)
+        b32 = _mx_expand(wv.astype(np.float32), s2.astype(np.float32), k, False, False)
+    return accum.float_matmul(xe, we, sig_x, sig_w, float_accum=float_accum, base_k=base_k, bias=bias, a32=a32,
+                              b32=b32)
+
+
+class MxSub:
+    """One MX launch writing a (M, N) y: split M (all groups) or one group of split K. The interface of api._Sub."""
+
+    mode = "mx"
+
+    def __init__(self, args, x, w, s1, s2, ent, tr, k_ranges, bias=None):
+        self.args, self.x, self.w, self.s1, self.s2, self.ent, self.tr = args, x, w, s1, s2, ent, tr
+        self.k_ranges = k_ranges           # per entry: (k0, k1, first scale row) for split K, None for split M
+        self.bias = bias                   # (G, N) float32: MXFP4's bias, the L0C start value (BiasTable)
+
+    def run(self, y, float_accum, validate):
+        if self.tr is None:
+            return y
+        a = self.args
+        m_x, n = a.x_shape[0], a.w_shape[2]
+        sig_x, sig_w = operands.SIG_BITS[a.x_dtype], operands.SIG_BITS[a.w_dtype]
+        base_k = int(self.tr.tiling.mmTilingData.baseK)
+        check_memory(4 * m_x * n, "GroupedMatmul MX fp32 L0C values")
+        acc = np.zeros((m_x, n), np.float32)
+        w_idx, row, ms = self.ent
+        for i in range(w_idx.size):
+            mg = int(ms[i])
+            if mg <= 0:
+                continue
+            r0, g = int(row[i]), int(w_idx[i])
+            if self.k_ranges is None:
+                k = a.x_shape[1]
+                b = None if self.bias is None else self.bias[g:g + 1]
+                acc[r0:r0 + mg] = mx_cube(self.x[r0:r0 + mg], self.s1[r0:r0 + mg], self.w[g], self.s2[g], k, sig_x,
+                                          sig_w, float_accum, base_k, b)
+            else:
+                k0, k1, s0 = self.k_ranges
+                kp = -(-(k1 - k0) // MXFP_DIVISOR_SIZE)
+                acc[r0:r0 + mg] = mx_cube(self.x[r0:r0 + mg, k0:k1], self.s1[r0:r0 + mg, s0:s0 + kp],
+                                          self.w[k0:k1], self.s2[s0:s0 + kp], k1 - k0, sig_x, sig_w, float_accum,
+                                          base_k)
+        e = self.ent[0].size
+        empty_f = np.zeros((max(e, 1), 0), np.float32)
+        empty_i = np.zeros((max(e, 1), 0), np.int32)
+        launch.run_epilogue(self.tr, self.ent, a, np.zeros(0, np.int32), acc, empty_f, np.zeros(0, np.float32),
+                            empty_i, empty_f, launch.OUT_CODES[a.y_dtype], y, validate)
+        return y
+
+
+def _tiling(args, soc, core_num, k):
+    s = tiling_mod.GmmShape(group_num=args.w_shape[0], m=args.x_shape[0], k=k, n=args.w_shape[2],
+                            x_dtype=args.x_dtype, w_dtype=args.w_dtype, y_dtype=args.y_dtype, scale_dtype=None,
+                            per_token=False, has_bias=False, weight_nz=False, group_type=0,
+                            group_list_type=args.group_list_type, act_type=0, tuning_config=0)
+    tr = memo.call(tiling_mod.grouped_matmul_tiling, s, soc=soc, core_num=core_num)
+    return dataclasses.replace(tr, notes=tuple(tr.notes) + (
+        "MX: the arch35 tiling (grouped_quant_basic_api_matmul_tiling.cpp, ASWT scheduler with tail split) is not "
+        "reproduced; the A2/A3 walk writes the blocks (no effect on values; float_accum='kchunk' uses its baseK)",))
+
+
+def _args(x_name, w_name, y_name, x_shape, w_shape, gl, group_list_type, group_type, split_item):
+    return checks.GmmArgs(x_dtype=x_name, w_dtype=w_name, y_dtype=y_name, x_shape=x_shape, w_shape=w_shape,
+                          scale_dtype=E8M0, pt_dtype=E8M0, gl_dtype="int64", gl_shape=_shape(gl),
+                          split_item=split_item, group_type=group_type, group_list_type=group_list_type)
+
+
+def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw, weight_nd):
+    """(subs, assemble, out_shapes) of an MX call (api._build's contract), after the checks."""
+    if kw.get("user_tiling") is not None:
+        _err("tiling=: the arch35 GroupedMatmul tiling is not modelled for the MX modes; leave tiling None")
+    x, w = xs[0], ws[0]
+    w_nd, w_name, _ = weight_nd(w, kw["origin"])
+    one = lambda v: None if v is None else v[0]
+    scale, pt, bias = one(scales), one(pts), one(biases)
+    n_s = 0 if scales is None else len(scales)
+    if scales is not None and n_s != 1:
+        _err(f"scale has {n_s} tensors: in quant case, only single-single-single tensor layout is supported")
+    glv = check(x, w_nd, w_name, scale, pt, bias, gl, y_name, has_offset=kw["has_offset"],
+                has_antiquant=kw["has_antiquant"], group_type=group_type, group_list_type=group_list_type,
+                n_x=len(xs), n_w=len(ws), n_y=n_y, act_type=kw["act_type"])
+    x_name = _name(x)
+    xv = _values(x, x_name)
+    s1 = e8m0(pt)
+    s2 = e8m0(scale)
+    m, k = x.shape
+    if group_type == SPLIT_M:
+        e, _, n = w_nd.shape
+        checks.check_group_values(glv, group_list_type, e, m)
+        args = _args(x_name, w_name, y_name, (m, k), (e, k, n), glv, group_list_type, 0, split_item)
+        tr = ent = None
+        if m and n and k:
+            tr = _tiling(args, kw["soc"], kw["core_num"], k)
+            ent = launch.entries(glv, group_list_type, e, m)
+            launch.validate_launch(tr, ent, args, "acc_f", launch.epilogue_decl(args, "float", ent),
+                                   storage_dtype(y_name).itemsize, kw["validate"])
+        b = None if bias is None else np.ascontiguousarray(bias, np.float32)
+        sub = MxSub(args, xv, _values(w_nd, w_name), s1, s2, ent, tr, None, b)
+        return [sub], (lambda ys: ys), [(m, n)]
+    # split K: one y (G, M, N); group g reads x[:, K_g], weight[K_g] and its scale rows from k0 // 64 + g
+    ranges = forms.split_k_groups(glv, group_list_type, k)
+    n = w_nd.shape[1]
+    wv = _values(w_nd, w_name)
+    subs = []
+    for g, (k0, k1) in enumerate(ranges):
+        kg = k1 - k0
+        args = _args(x_name, w_name, y_name, (m, kg), (1, kg, n), np.zeros(1, np.int64), 1, 0, split_item)
+        tr = ent = None
+        if m and n and kg > 0:                     # KernelQGmmMx skips a group of no K: its y[g] is not written
+            tr = _tiling(args, kw["soc"], kw["core_num"], kg)
+            ent = (np.zeros(1, np.int64), np.zeros(1, np.int64), np.array([m], np.int64))
+            launch.validate_launch(tr, ent, args, "acc_f", launch.epilogue_decl(args, "float", ent),
+                                   storage_dtype(y_name).itemsize, kw["validate"])
+        subs.append(MxSub(args, xv, wv, s1, s2, ent, tr, (k0, k1, split_k_scale_row(k0, g))))
+    g_num = len(ranges)
+    return subs, (lambda ys: [np.stack(ys)]), [(g_num, m, n)]
+
+
+def trace_mode(args):
+    return f"mx:{args.x_dtype}x{args.w_dtype}->{args.y_dtype}"
+
