@@ -143,8 +143,21 @@ _FN = dict(cache=True, error_model="numpy")
 # the paths (MODE): the vectorised BF16/RINT loops, per-element codecs on the same walks, the UB-staged tiles
 M_FAST, M_ELEMENT, M_FAITHFUL = 0, 1, 2
 
+# the walks of DynamicMxQuant (WALK): along the last axis (rows of blocks; W_ROWS32: of the default 32 elements), along
+# another axis (column blocks), or either, chosen per unit at run time (the dual-axis and grouped kernels, which use
+# neither dynamic walk)
+W_ANY, W_ROWS, W_COLS, W_ROWS32 = 0, 1, 2, 3
+
 DST = const("DST")          # D_* kind of this copy (None in a plain import: no device function may compile)
 MODE = const("MODE")        # M_* path of this copy
+# a call along the last axis never runs the column walk and vice versa: a copy per walk compiles only its loops
+# (DynamicMxQuant E4M3, one cold call: 22.3 -> 13.8 CPU-s along the last axis, 30.2 -> 15.9 along axis -2)
+WALK = const("WALK", W_ANY)
+# 1 when the copy walks only the last axis / only column blocks / only 32-element blocks along the last axis; numba
+# prunes a branch on a comparison of such constants before it types the branch
+ROWS_ONLY = int(WALK == W_ROWS or WALK == W_ROWS32)
+COLS_ONLY = int(WALK == W_COLS)
+BS32_ONLY = int(WALK == W_ROWS32)
 FP4 = DST is not None and DST >= D_E2M1
 FAST = MODE == M_FAST
 FAITHFUL = MODE == M_FAITHFUL
@@ -295,7 +308,8 @@ def _fp32_rows(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride
         row, yrow = xb + r * xstride, yb + r * ystride
         xr, yr = xs[row:row + ncols], ys[yrow:yrow + ybytes]
         rc = recips[r * rrs]
-        if rcs == 1:                                      # column blocks: one reciprocal per column
+        # column blocks: one reciprocal per column (the only kind of a column-walk copy, never in a last-axis one)
+        if ROWS_ONLY == 0 and (COLS_ONLY == 1 or rcs == 1):
             _fast_row(xr, yr, recips, rc, ncols, True)
         else:                                             # a run: one block per row
             _fast_row(xr, yr, recips, rc, ncols, False)
@@ -311,8 +325,9 @@ def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystr
     Column blocks (rcs == 1) whose reciprocals are normal powers of two in range cast in 16-bit lanes (_pow2_rows,
     twice the lanes of the FP32 loops); the few columns whose reciprocal is not (zero, Inf/NaN and extreme blocks)
     are converted again through the FP32 loops. When more than an eighth of the columns are such, the whole call
-    takes the FP32 loops."""
-    if rcs == 1:
+    takes the FP32 loops. A copy for the last axis (ROWS_ONLY) has no column blocks: it compiles no 16-bit column
+    loops."""
+    if ROWS_ONLY == 0 and rcs == 1:
         dcol = np.empty(ncols, np.int16)
         bad = _pow2_shifts(recips, ncols, dcol)
         if 8 * bad <= ncols:
@@ -387,8 +402,8 @@ def _run_pass(xs, xb, nblk, bs, last, recips, ys, yb, todo, fused, ss, sb, em, l
     the block is a short last one) or 2 (a reciprocal the 16-bit forms do not take). Returns how many blocks are not
     done. Blocks of RUN_CHUNK elements (the default block size) take a copy of the block loop in which the length is
     a constant: with the length known only at run time the chunk loops cost the E4M3 pass a third (21.6 against
-    14.9 ms)."""
-    if bs == RUN_CHUNK:
+    14.9 ms). A copy for 32-element blocks only (BS32_ONLY) compiles that copy alone."""
+    if BS32_ONLY == 1 or bs == RUN_CHUNK:
         return _run_blocks(xs, xb, nblk, RUN_CHUNK, last, recips, ys, yb, todo, fused, ss, sb, em, legacy)
     return _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, fused, ss, sb, em, legacy)
 
@@ -648,7 +663,7 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, scr, scr16, recips, todo, p, r32,
     """One unit of the decomposition: (pre index, chunk of block pairs, chunk of post-axis columns).
 
     x_gm holds uint16 words (FP32 elements are two words); every index below counts elements."""
-    d, post, bs = td.axisSize, td.postAxisSize, td.blockSize
+    post = td.postAxisSize
     xw = 2 if p[P_XK] == X_F32 else 1                        # uint16 words per element
     pc = u % td.postChunkNum
     rest = u // td.postChunkNum
@@ -658,39 +673,60 @@ def _dynamic_unit(x_gm, y_gm, s_gm, ub, td, u, scr, scr16, recips, todo, p, r32,
     q1 = min(q0 + td.pairChunk, td.pairNum)
     c0 = pc * td.postChunk
     ncols = min(td.postChunk, post - c0)
-    tail = post == 1
+    # the WALK conditions are constants of this copy: numba prunes the walk the copy does not take before typing it
+    if COLS_ONLY == 0 and (ROWS_ONLY == 1 or post == 1):
+        _rows_unit(x_gm, y_gm, s_gm, ub, td, pre, q0, q1, xw, scr, recips, todo, p, r32, mlb32)
+    else:
+        _cols_unit(x_gm, y_gm, s_gm, ub, td, pre, q0, q1, c0, ncols, xw, scr, scr16, recips, p, r32, mlb32)
+
+
+@njit(**_INL)
+def _rows_unit(x_gm, y_gm, s_gm, ub, td, pre, q0, q1, xw, scr, recips, todo, p, r32, mlb32):
+    """A unit along the last axis: the blocks of pairs q0 .. q1 - 1 along one row; their scales [pre, q, 2] are
+    contiguous."""
+    d, bs = td.axisSize, td.blockSize
+    e0 = q0 * 2 * bs
+    nel = min(q1 * 2 * bs, d) - e0
+    nblk = (nel + bs - 1) // bs
+    x0 = pre * d + e0
+    s0 = (pre * td.pairNum + q0) * 2
     if FAITHFUL:
-        # one unit's UB: x rows (32-byte pitch), y rows (32-byte pitch), scale bytes
-        rows_ub = 2 * bs if not tail else 1
-        cols_ub = ncols if not tail else 2 * bs * td.pairChunk
+        # one unit's UB: the run of x (32-byte pitch), its codes, its scale bytes
+        cols_ub = 2 * bs * td.pairChunk
         pitch = ((cols_ub * 2 * xw + 31) // 32) * 32 // (2 * xw)
         ypitch = (((cols_ub // 2 if FP4 else cols_ub) + 31) // 32) * 32
+        y_at = pitch * 2 * xw
+        s_at = y_at + ypitch
+        ub_x = ub_view(ub, 0, np.uint16, pitch * xw)
+        ub_y = ub_view(ub, y_at, np.uint8, ypitch)
+        ub_s = ub_view(ub, s_at, np.uint8, 2 * td.pairChunk)
+        _copy_in(ub_x, x_gm[x0 * xw:], _1, nel * 2 * xw, _0)
+        xs, xb, ys, yb, ss, sb = ub_x, _0, ub_y, _0, ub_s, _0
+    else:
+        xs, xb, ys, yb, ss, sb = x_gm, x0, y_gm, (x0 // 2 if FP4 else x0), s_gm, s0
+    # an odd block count leaves the pair's second slot: the pad written by _row_blocks
+    _row_blocks(xs, xb, nblk, bs, nel - (nblk - 1) * bs, 2 * (q1 - q0) - nblk, ys, yb, ss, sb, scr, recips,
+                todo, p, r32, mlb32)
+    if FAITHFUL:
+        _copy_out(y_gm[(x0 // 2 if FP4 else x0):], ys, _1, nel // 2 if FP4 else nel, _0)
+        _copy_out(s_gm[s0:], ss, _1, 2 * (q1 - q0), _0)
+
+
+@njit(**_INL)
+def _cols_unit(x_gm, y_gm, s_gm, ub, td, pre, q0, q1, c0, ncols, xw, scr, scr16, recips, p, r32, mlb32):
+    """A unit along another axis: column blocks of rows along the axis, one scale per column; the pair of a column
+    sits in adjacent scale bytes (the "interleave every two rows" layout)."""
+    d, post, bs = td.axisSize, td.postAxisSize, td.blockSize
+    if FAITHFUL:
+        # one unit's UB: x rows (32-byte pitch), y rows (32-byte pitch), scale bytes
+        rows_ub = 2 * bs
+        pitch = ((ncols * 2 * xw + 31) // 32) * 32 // (2 * xw)
+        ypitch = (((ncols // 2 if FP4 else ncols) + 31) // 32) * 32
         y_at = rows_ub * pitch * 2 * xw
         s_at = y_at + rows_ub * ypitch
         ub_x = ub_view(ub, 0, np.uint16, rows_ub * pitch * xw)
         ub_y = ub_view(ub, y_at, np.uint8, rows_ub * ypitch)
-        ub_s = ub_view(ub, s_at, np.uint8, 2 * cols_ub if not tail else 2 * td.pairChunk)
-    if tail:
-        # the blocks of pairs q0 .. q1 - 1 along one row; their scales [pre, q, 2] are contiguous
-        e0 = q0 * 2 * bs
-        nel = min(q1 * 2 * bs, d) - e0
-        nblk = (nel + bs - 1) // bs
-        x0 = pre * d + e0
-        s0 = (pre * td.pairNum + q0) * 2
-        if FAITHFUL:
-            _copy_in(ub_x, x_gm[x0 * xw:], _1, nel * 2 * xw, _0)
-            xs, xb, ys, yb, ss, sb = ub_x, _0, ub_y, _0, ub_s, _0
-        else:
-            xs, xb, ys, yb, ss, sb = x_gm, x0, y_gm, (x0 // 2 if FP4 else x0), s_gm, s0
-        # an odd block count leaves the pair's second slot: the pad written by _row_blocks
-        _row_blocks(xs, xb, nblk, bs, nel - (nblk - 1) * bs, 2 * (q1 - q0) - nblk, ys, yb, ss, sb, scr, recips,
-                    todo, p, r32, mlb32)
-        if FAITHFUL:
-            _copy_out(y_gm[(x0 // 2 if FP4 else x0):], ys, _1, nel // 2 if FP4 else nel, _0)
-            _copy_out(s_gm[s0:], ss, _1, 2 * (q1 - q0), _0)
-        return
-    # another axis: column blocks of rows along the axis, one scale per column; the pair of a column sits in
-    # adjacent scale bytes (the "interleave every two rows" layout)
+        ub_s = ub_view(ub, s_at, np.uint8, 2 * ncols)
     for q in range(q0, q1):
         r0 = 2 * q * bs
         rows = min(r0 + 2 * bs, d) - r0

@@ -27,7 +27,7 @@ from npu_emu.kernels.mx_quant.common import (
     X_BF16,
     _tile_table,
 )
-from npu_emu.kernels.mx_quant.kernel import M_ELEMENT, M_FAITHFUL, M_FAST
+from npu_emu.kernels.mx_quant.kernel import RUN_CHUNK, M_ELEMENT, M_FAITHFUL, M_FAST, W_ANY, W_COLS, W_ROWS, W_ROWS32
 from npu_emu.kernels.mx_quant.tiling import dynamic_ub_bytes, grouped_ub_bytes, unit_ranges
 from npu_emu.device.launch import checked_access, launch
 from npu_emu.device.specialize import load
@@ -47,17 +47,18 @@ def mode_of(p):
     return M_FAST if fast else M_ELEMENT
 
 
-def device(dst, mode):
-    """This module specialised for output kind ``dst`` (D_*) and path ``mode`` (M_*): its kernels compile only
-    that format's and that path's code."""
-    if dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (M_FAST, M_ELEMENT, M_FAITHFUL):
-        raise ValueError(f"no MX kernel for dst={dst!r}, mode={mode!r}")
-    return load(kernel.__name__, DST=int(dst), MODE=int(mode))
+def device(dst, mode, walk=W_ANY):
+    """This module specialised for output kind ``dst`` (D_*), path ``mode`` (M_*) and DynamicMxQuant walk ``walk``
+    (W_*): its kernels compile only that format's, that path's and that walk's code."""
+    if (dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (M_FAST, M_ELEMENT, M_FAITHFUL)
+            or walk not in (W_ANY, W_ROWS, W_COLS, W_ROWS32)):
+        raise ValueError(f"no MX kernel for dst={dst!r}, mode={mode!r}, walk={walk!r}")
+    return load(kernel.__name__, DST=int(dst), MODE=int(mode), WALK=int(walk))
 
 
-def device_for(p):
+def device_for(p, walk=W_ANY):
     """The specialised module a switch vector runs on."""
-    return device(int(p[P_DST]), mode_of(p))
+    return device(int(p[P_DST]), mode_of(p), walk)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -156,7 +157,8 @@ def run_grouped(x_bits, group_index, y, mxscale, tr, params, r32, *, shape, vali
 
     fused = fused_walk_covers(td, tr.block_dim, params)
 
-    dev = device_for(params)
+    # GroupedDynamicMxQuant quantizes along the rows only: column blocks, the copy without the last-axis loops
+    dev = device_for(params, W_COLS)
 
     def grouped_dynamic_mx_quant(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm):
         if fused:
@@ -264,7 +266,9 @@ def run_dynamic(x_bits, y, mxscale, tr, params, r32, mlb32, x_dtype, *, validate
     access = checked_access(("mx_quant.dynamic", tr, fp4, x_dtype), lambda: dynamic_access(td, fp4, x_dtype),
                             ub_size=tr.ub_size, what="dynamic_mx_quant tiling") if validate else None
 
-    dev = device_for(params)
+    # a copy of the kernel for the walk this call takes (kernel.WALK: each compiles about half the unit)
+    walk = W_COLS if td.postAxisSize > 1 else W_ROWS32 if td.blockSize == RUN_CHUNK else W_ROWS
+    dev = device_for(params, walk)
 
     def dynamic_mx_quant(block_dim, tdn, ub_size, x_gm, y_gm, s_gm):
         dev.dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, y_gm, s_gm, params, np.float32(r32),

@@ -24,7 +24,7 @@ def test_concurrent_first_load_gets_the_finished_module(tmp_path):
 
         def one(k):
             time.sleep(0.05 * k)              # later threads arrive while the first one executes the source
-            mod = specialize.load("npu_emu.kernels.mx_quant.kernel", DST=0, MODE=0)
+            mod = specialize.load("npu_emu.kernels.mx_quant.kernel", DST=0, MODE=0, WALK=0)
             if not hasattr(mod, "dynamic_mx_quant_kernel"):
                 bad.append(mod)
 

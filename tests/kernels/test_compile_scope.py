@@ -61,10 +61,12 @@ BF16_X = "x = np.random.default_rng(0).standard_normal((64, 256)).astype(ml_dtyp
 
 def test_mx_e4m3_fused_call_compiles_one_format_and_one_path(tmp_path):
     compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant(x, axis=-1, dst_type=24)", tmp_path)
-    copy = f"{MX}[DST=0,MODE=0]"
-    assert copies == [copy]                                   # no E5M2 / FP4 copy, no per-element or faithful one
+    copy = f"{MX}[DST=0,MODE=0,WALK=3]"
+    # no E5M2 / FP4 copy, no per-element or faithful one, no copy that walks column blocks or other block sizes
+    assert copies == [copy]
     mine = in_copy(compiled, copy)
     assert {"dynamic_mx_quant_kernel", "_convert_run"} <= mine
+    assert not mine & {"_column_blocks", "_pow2_rows", "_pow2_shifts"}       # the column walk's loops
     # the per-element transliteration and the grouped op's kernels are not compiled
     assert not mine & {"_enc_one", "grouped_dynamic_mx_quant_kernel", "grouped_fused_kernel"}
     # nor the UB-staged copies of the plain module's DataCopyPad helpers
@@ -73,7 +75,7 @@ def test_mx_e4m3_fused_call_compiles_one_format_and_one_path(tmp_path):
 
 def test_mx_faithful_fp4_call_compiles_no_fused_loop(tmp_path):
     compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant(x, axis=-1, dst_type=296, faithful=True)", tmp_path)
-    copy = f"{MX}[DST=2,MODE=2]"
+    copy = f"{MX}[DST=2,MODE=2,WALK=3]"
     assert copies == [copy]
     mine = in_copy(compiled, copy)
     assert {"dynamic_mx_quant_kernel", "_enc_one"} <= mine
@@ -83,9 +85,18 @@ def test_mx_faithful_fp4_call_compiles_no_fused_loop(tmp_path):
 def test_mx_grouped_call_loads_its_format_only():
     compiled, copies = probe(
         BF16_X + "ops.npu_grouped_dynamic_mx_quant(x, np.array([32, 64], np.int32), dst_type=23)")
-    copy = f"{MX}[DST=1,MODE=0]"
+    copy = f"{MX}[DST=1,MODE=0,WALK=2]"
     assert copies == [copy]
     assert in_copy(compiled, copy) == {"grouped_fused_kernel"}
+
+
+def test_mx_call_along_another_axis_compiles_no_last_axis_loops(tmp_path):
+    compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant(x, axis=-2, dst_type=24)", tmp_path)
+    copy = f"{MX}[DST=0,MODE=0,WALK=2]"
+    assert copies == [copy]
+    mine = in_copy(compiled, copy)
+    assert {"dynamic_mx_quant_kernel", "_column_blocks"} <= mine
+    assert not mine & {"_row_blocks", "_run_pass", "_convert_run", "_pow2_redo"}
 
 
 def test_int8_quant_matmul_compiles_one_epilogue_and_no_float_path(tmp_path):
