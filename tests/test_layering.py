@@ -21,10 +21,10 @@ LAYERS = (
     (r"npu_emu/device/|npu_emu/ascendc/", 2, "device model"),
     # an op folder's device side: op_host (tiling*), op_kernel (*kernel*), and their shared device helpers
     (r"kernels/\w+/(\w*tiling\w*|\w*kernel\w*|common|accum|launch|row_quant|\w*_launch)\.py", 3, "op kernel"),
-    (r"kernels/\w+/golden\.py", 3, "golden"),
+    (r"kernels/\w+/golden\w*\.py", 3, "golden"),
     (r"npu_emu/frontend/cases\.py", 7, "op tools"),
     (r"npu_emu/frontend/", 4, "front-end plumbing"),
-    (r"kernels/\w+/(op|api|checks|routing|operands|v3|v4|sparse4to2|trans_quant_param|switches|weight_nz|\w*api\w*)\.py|"
+    (r"kernels/\w+/(op|api|checks|routing|operands|v3|v4|sparse4to2|trans_quant_param|switches|weight_nz|mx|antiquant|\w*api\w*)\.py|"
      r"kernels/\w+/__init__\.py|kernels/example/", 5, "op front end"),
     (r"npu_emu/ops\.py|npu_emu/aclnn\.py", 6, "public front ends"),
     # what is built on the public API: an op's CLI verbs, compile configurations, demo cases and bindings

@@ -283,7 +283,8 @@ def split_k_scale_row(k0, group):
 
 def mx_cube(xv, s1, wv, s2, k, sig_x, sig_w, float_accum, base_k, bias=None):
     """The fp32 L0C value of one group's MX MMAD: x (m, k) x weight (k, n) with their E8M0 scales (x: (m, kp, 2),
-    weight: (kp, n, 2)) applied exactly, summed under ``float_accum`` (quant_matmul's MX cube, §7.5 there)."""
+    weight: (kp, n, 2)) applied exactly, summed under ``float_accum`` (quant_matmul's MX cube,
+    docs/ops/quant_matmul.md §7.5)."""
     xe = _mx_expand(xv, s1, k, False, True)
     we = _mx_expand(wv, s2, k, False, False)
     a32 = b32 = None
