@@ -601,9 +601,9 @@ def build_a8w4(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, grou
     tr = ent = None
     if m and n and k:
         tr = _tiling(args, kw["soc"], kw["core_num"], k)
-        tr = dataclasses.replace(tr, notes=tuple(tr.notes) + (
-            "W4A8-MX: GmmWeightQuantMxKernel (BlockSchedulerWqgmmNResplit, the vector prologue) is not reproduced as "
-            "a walk; the values are its arithmetic (docs/ops/grouped_matmul.md §10.7)",))
+        note = ("W4A8-MX: GmmWeightQuantMxKernel (BlockSchedulerWqgmmNResplit, the vector prologue) is not "
+                "reproduced as a walk; the values are its arithmetic (docs/ops/grouped_matmul.md §10.7)")
+        tr = dataclasses.replace(tr, notes=tuple(tr.notes) + (note,))
         ent = launch.entries(glv, group_list_type, e, m)
         launch.validate_launch(tr, ent, args, "acc_f", launch.epilogue_decl(args, "float", ent),
                                storage_dtype(y_name).itemsize, kw["validate"])
