@@ -246,7 +246,7 @@ def fast_sum_f32(vals, n):
 
 def sum2_f32(a, b):
     """RN32 of the exact a + b (float64 arrays of one shape), elementwise: fast_sum_f32's steps for two terms (its
-    error-free transformations never fail for two finite values) and exact_sum_f32's rule for the non-finite ones,
+    error-free transformations never fail for two finite values of a finite sum) and exact_sum_f32's rules otherwise,
     the same bits as :func:`_combine` with one part and a bias (tests/kernels/quant_matmul/test_qmm_accum_sum2.py)."""
     with np.errstate(invalid="ignore", over="ignore"):
         h0 = 0.0 + a                                          # fast_sum_f32 starts from hi = 0.0 (-0 -> +0)
@@ -265,6 +265,8 @@ def sum2_f32(a, b):
         take = mid & ((lo > 0.0) == (other.astype(np.float64) > fd))
         f = np.where(take, other, f)
         fin = np.isfinite(a) & np.isfinite(b)
+        # finite terms whose float64 sum overflows: fast_sum_f32 gives up, exact_sum_f32 rounds the sum to +-Inf
+        f = np.where(fin & ~np.isfinite(s), np.copysign(np.float32(np.inf), s).astype(np.float32), f)
         if not fin.all():
             nan = np.isnan(a) | np.isnan(b) | ((a == np.inf) & (b == -np.inf)) | ((a == -np.inf) & (b == np.inf))
             inf = np.where((a == np.inf) | (b == np.inf), np.float32(np.inf), np.float32(-np.inf))
