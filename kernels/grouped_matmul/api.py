@@ -383,7 +383,10 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
               has_antiquant=(_list(antiquant_scale, "antiquant_scale") is not None
                              or _list(antiquant_offset, "antiquant_offset") is not None),
               group_list_type=group_list_type, act_type=act_type, tuning=tuning, origin=origin, soc=soc,
-              core_num=core_num, user_tiling=tiling, validate=validate)
+              core_num=core_num, user_tiling=tiling, validate=validate,
+              # op-plugin sends NZ weights to aclnnGroupedMatmulWeightNz (some checks name the entry)
+              api=("aclnnGroupedMatmulWeightNz" if any(isinstance(w, NzWeight) for w in ws)
+                   else "aclnnGroupedMatmulV4"))
     kw["antiquant"] = (_arrays(antiquant_scale, "antiquant_scale", origin),
                        _arrays(antiquant_offset, "antiquant_offset", origin), kw["has_offset"])
     n_y = forms.y_count(split_item, group_type, len(xs))
@@ -435,7 +438,7 @@ def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, grou
                   or _list(aq_offset, "antiquantOffset") is not None, group_list_type=as_int(group_list_type,
                                                                                             "groupListType"),
                   act_type=as_int(act_type, "actType"), tuning=tuning, origin=origin, soc=soc, core_num=core_num,
-                  user_tiling=user_tiling, validate=validate)
+                  user_tiling=user_tiling, validate=validate, api=op)
         kw["antiquant"] = (_arrays(aq_scale, "antiquantScale", origin), _arrays(aq_offset, "antiquantOffset", origin),
                            kw["has_offset"])
         subs, assemble, shapes = _build(xs, ws, _arrays(bias, "bias", origin), _arrays(scale, "scale", origin),

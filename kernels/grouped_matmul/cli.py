@@ -1,12 +1,16 @@
 """``npu-emu run|tiling|golden grouped_matmul`` (raw little-endian .bin files): the single-tensor split-M form
-(x (M, K), weight (E, K, N), one y) and the split-K form of docs/ops/grouped_matmul.md §2."""
+(x (M, K), weight (E, K, N), one y) and the split-K form of docs/ops/grouped_matmul.md §2, with the antiquant (§11)
+and MX (§10) inputs: any dtype name npu-emu knows goes in ``--<tensor>-dtype`` (float8_e4m3fn, float8_e8m0,
+float4_e2m1 and int4 one element a byte)."""
 
 import os
 
+import ml_dtypes
 import numpy as np
 
 from npu_emu.frontend.binfile import parse_shape, read_bin, write_bin, write_case
 
+_LABELS = {"float8_e8m0": ml_dtypes.float8_e8m0fnu, "int4": ml_dtypes.int4, "float4_e2m1": ml_dtypes.float4_e2m1fn}
 _MODES = ("int32", "pertoken_bf16", "pertoken_fp16", "bf16")
 
 
@@ -15,14 +19,22 @@ def _tensor(p, name, required=False, help_text="", default_dtype=None):
     p.add_argument(f"--{flag}", required=required, help=f"{help_text} (.bin)")
     p.add_argument(f"--{flag}-shape", type=parse_shape, help=f"shape of --{flag}, e.g. 8,7168,2048")
     p.add_argument(f"--{flag}-dtype", default=default_dtype,
-                   help=f"dtype of --{flag} (default {default_dtype}): int8, int32, int64, float32, float16, bfloat16")
+                   help=f"dtype of --{flag} (default {default_dtype}): int8, int32, int64, float32, float16, bfloat16; "
+                        f"float8_e4m3fn, float8_e5m2, float8_e8m0, float4_e2m1, int4 (one element a byte)")
 
 
 def _load(a, name):
     path = getattr(a, name)
     if path is None:
         return None
-    return read_bin(path, getattr(a, f"{name}_dtype"), getattr(a, f"{name}_shape"))
+    dtype = getattr(a, f"{name}_dtype")
+    arr = read_bin(path, dtype, getattr(a, f"{name}_shape"))
+    # formats whose storage is uint8 (E8M0 codes, int4 / float4_e2m1 one element a byte) get their ml_dtypes label,
+    # so the dtype checks see FLOAT8_E8M0 / INT4 / FLOAT4_E2M1 and not UINT8
+    from npu_emu.frontend.core import resolve_dtype
+
+    label = _LABELS.get(resolve_dtype(dtype, f"--{name.replace('_', '-')}-dtype"))
+    return arr if label is None else arr.view(label)
 
 
 def _add_run(p):
@@ -33,6 +45,10 @@ def _add_run(p):
             default_dtype="bfloat16")
     _tensor(p, "per_token_scale", help_text="per-token scale (M,)", default_dtype="float32")
     _tensor(p, "bias", help_text="bias (E, N)", default_dtype="int32")
+    _tensor(p, "antiquant_scale", help_text="antiquant scale (E, N) or (E, G, N), x's dtype (W8A16 / W4A16, §11)",
+            default_dtype="float16")
+    _tensor(p, "antiquant_offset", help_text="antiquant offset, shaped and typed as --antiquant-scale",
+            default_dtype="float16")
     p.add_argument("--output-dtype", default=None, help="int32, bfloat16, float16 (default: x's dtype)")
     p.add_argument("--group-list-type", type=int, default=0, choices=(0, 1, 2))
     p.add_argument("--group-type", type=int, default=0, choices=(0, 2))
@@ -49,6 +65,7 @@ def _run(a):
     opt = lambda name: (None if (v := _load(a, name)) is None else [v])
     ys, tr = npu_grouped_matmul([_load(a, "x")], [_load(a, "weight")], group_list=_load(a, "group_list"),
                                 scale=opt("scale"), per_token_scale=opt("per_token_scale"), bias=opt("bias"),
+                                antiquant_scale=opt("antiquant_scale"), antiquant_offset=opt("antiquant_offset"),
                                 output_dtype=a.output_dtype, group_list_type=a.group_list_type,
                                 group_type=a.group_type, split_item=a.split_item, soc=a.soc,
                                 float_accum=a.float_accum, trace=True)

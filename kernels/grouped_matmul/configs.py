@@ -88,3 +88,23 @@ def _gmm_mxfp4():
     gl = np.array([5, 12], np.int64)
     return lambda: npu_grouped_matmul([x], [w], scale=[s2], per_token_scale=[s1], bias=[b], group_list=gl,
                                       split_item=3, group_type=0, output_dtype="bfloat16", soc="ascend950pr")
+
+
+@config("grouped_matmul.w4a8_mx_bf16", "W4A8-MX: float8_e4m3fn x, transposed NZ float4_e2m1 weight, E8M0 antiquant "
+                                        "scale, bfloat16 bias on ascend950pr -> bfloat16")
+def _gmm_w4a8_mx():
+    import ml_dtypes
+
+    from npu_emu.ops import NzWeight, npu_grouped_matmul
+
+    rng = _rng(952)
+    e, m, k, n = 2, 12, 64, 64
+    x = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    w = NzWeight.from_nd(rng.standard_normal((e, n, k)).astype(ml_dtypes.float4_e2m1fn), "float4_e2m1",
+                         transposed=True)
+    s2 = rng.integers(120, 134, (e, 1, n, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    s1 = rng.integers(120, 134, (m, 1, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    b = _bf16(rng.uniform(-1, 1, (e, n)))
+    gl = np.array([5, 12], np.int64)
+    return lambda: npu_grouped_matmul([x], [w], antiquant_scale=[s2], per_token_scale=[s1], bias=[b], group_list=gl,
+                                      split_item=3, group_type=0, output_dtype="bfloat16", soc="ascend950pr")

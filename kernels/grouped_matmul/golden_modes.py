@@ -96,6 +96,36 @@ def grouped_matmul_mx(x, weight, scale, per_token_scale, group_list, *, group_li
     return y
 
 
+def grouped_matmul_mx_a8w4(x, weight, antiquant_scale, per_token_scale, group_list, *, group_list_type=0,
+                           out_dtype="bfloat16", model="exact", bias=None, fill=0):
+    """W4A8-MX (docs/ops/grouped_matmul.md §10.7): float8_e4m3fn x (M, K), float4_e2m1 weight values (E, K, N) (the
+    logical view; the call takes it transposed in FRACTAL_NZ), E8M0 antiquant_scale (E, K/64, N, 2) and
+    per_token_scale (M, K/64, 2), optional bias (E, N) of y's dtype. Per group:
+
+        w' = w * 2^-6 (the e2m1 code placed in an e4m3 byte), b' = round_bias_dtype(bias * 2^-6),
+        L0C = RN32(b' + sum_k (x * 2^(e1 - 127)) * (w' * 2^(e2 - 127)))   ("exact"; "numpy": float32 matmul + b'),
+        y = cast_out(RN32(L0C * 64)).
+    """
+    w = np.asarray(weight).astype(np.float64) * 2.0 ** -6
+    b = None
+    if bias is not None:
+        bb = np.asarray(bias).astype(np.float64) * 2.0 ** -6
+        with np.errstate(under="ignore"):
+            b = (bb.astype(np.float16) if out_dtype == "float16" else bb.astype(ml_dtypes.bfloat16)).astype(np.float64)
+    xv = np.asarray(x).astype(np.float64)
+    m_total, n = xv.shape[0], w.shape[-1]
+    y = np.full((m_total, n), fill, _np_out(out_dtype))
+    for g, r0, m in group_rows(group_list, group_list_type, w.shape[0]):
+        if m <= 0:
+            continue
+        a = _scaled_x(xv[r0:r0 + m], np.asarray(per_token_scale)[r0:r0 + m], 0)
+        bw = _scaled_w(w[g], np.asarray(antiquant_scale)[g], 0)
+        l0c = np.asarray(_dot(a, bw, model, None if b is None else b[g]), np.float32)
+        with np.errstate(over="ignore"):
+            y[r0:r0 + m] = _cast(l0c * np.float32(64.0), out_dtype)
+    return y
+
+
 def antiquant_weight(w, scale, offset, x_dtype):
     """AscendAntiQuant of one weight (…, K, N) with scale / offset (…, N) per channel or (…, G, N) per group:
     half x: f16(f16(w + offset) * scale) (each half operation one RNE rounding: the exact float64 value rounded by

@@ -23,7 +23,7 @@ import ml_dtypes
 import numpy as np
 
 from npu_emu.device import memo, platforms
-from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from npu_emu.frontend.core import check_memory, resolve_dtype, storage_dtype
 from npu_emu.kernels.grouped_matmul import api_forms as forms, checks, launch, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import accum, operands
@@ -138,9 +138,8 @@ def check(x, w_nd, w_name, scale, pt, bias, gl, y_name, *, has_offset, has_antiq
     if act_type != 0:
         _err(f"actType {act_type}: the MX case has no activation (KernelQGmmMx has no epilogue)")
     fp4 = x_name in FP4 and w_name in FP4
-    if not fp4 and (x_name in FP4 or w_name in FP4):
-        _err(f"x={x_name}, weight={w_name}: fp8 x with an fp4 weight (W4A8-MX, the weight-quant checker) is not "
-             f"implemented in npu-emu yet (docs/ops/grouped_matmul.md §10.5)")
+    if not fp4 and x_name in FP4:
+        _err(f"x={x_name}, weight={w_name}: an fp4 x takes an fp4 weight (CheckFp4Params)")
     # CheckGeneralQuantShape
     m = x.shape[0] if x.ndim >= 1 else 0
     n = w_nd.shape[-1] if w_nd.ndim >= 1 else 0
@@ -300,10 +299,11 @@ class MxSub:
 
     mode = "mx"
 
-    def __init__(self, args, x, w, s1, s2, ent, tr, k_ranges, bias=None):
+    def __init__(self, args, x, w, s1, s2, ent, tr, k_ranges, bias=None, fixpipe_scale=None):
         self.args, self.x, self.w, self.s1, self.s2, self.ent, self.tr = args, x, w, s1, s2, ent, tr
         self.k_ranges = k_ranges           # per entry: (k0, k1, first scale row) for split K, None for split M
-        self.bias = bias                   # (G, N) float32: MXFP4's bias, the L0C start value (BiasTable)
+        self.bias = bias                   # (G, N) float32: the L0C start value (BiasTable), MXFP4 / W4A8-MX
+        self.fixpipe_scale = fixpipe_scale  # W4A8-MX: the FixPipe's float32 scalar (64.0) applied to L0C
 
     def run(self, y, float_accum, validate):
         if self.tr is None:
@@ -331,6 +331,10 @@ class MxSub:
                 acc[r0:r0 + mg] = mx_cube(self.x[r0:r0 + mg, k0:k1], self.s1[r0:r0 + mg, s0:s0 + kp],
                                           self.w[k0:k1], self.s2[s0:s0 + kp], k1 - k0, sig_x, sig_w, float_accum,
                                           base_k)
+        if self.fixpipe_scale is not None:
+            # a float32 product by a power of two: exact, or inf past FLT_MAX, as the FixPipe's multiply
+            with np.errstate(over="ignore"):
+                acc = (acc * np.float32(self.fixpipe_scale)).astype(np.float32)
         e = self.ent[0].size
         empty_f = np.zeros((max(e, 1), 0), np.float32)
         empty_i = np.zeros((max(e, 1), 0), np.int32)
@@ -360,6 +364,9 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
     """(subs, assemble, out_shapes) of an MX call (api._build's contract), after the checks."""
     if kw.get("user_tiling") is not None:
         _err("tiling=: the arch35 GroupedMatmul tiling is not modelled for the MX modes; leave tiling None")
+    if _name(xs[0]) in FP8 and _name(ws[0]) in FP4:
+        return build_a8w4(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item,
+                          group_type=group_type, group_list_type=group_list_type, kw=kw)
     x, w = xs[0], ws[0]
     w_nd, w_name, _ = weight_nd(w, kw["origin"])
     one = lambda v: None if v is None else v[0]
@@ -410,3 +417,199 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
 def trace_mode(args):
     return f"mx:{args.x_dtype}x{args.w_dtype}->{args.y_dtype}"
 
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# W4A8-MX: float8_e4m3fn x, FRACTAL_NZ transposed float4_e2m1 weight (docs/ops/grouped_matmul.md §10.7)
+# ------------------------------------------------------------------------------------------------------------------
+# Source: op_api/grouped_matmul_weight_quant_950_checker.cpp (CheckGroupedMatmulWeightQuantDAV3510, IsMxA8W4NZ) and
+# the kernel op_kernel/arch35/quant_adaptive_sliding_window_templates/gmm_weight_quant_tensor_api_mx_kernel.h ->
+# blaze GmmWeightQuantMxKernel: the vector cores' prologue (GroupedWeightPrologueMx, tile shift_w4_to_w8.h) puts each
+# e2m1 code into an e4m3 byte, which is the value times 2^-6, and scales the bias by 0.015625 in its own dtype
+# (scale_mx_bias.h, MX_BIAS_FACTOR); the cube (block_mmad_wqgmm_mx_mix.h) runs the MX MMAD of x with those bytes and
+# the E8M0 scales, the bias as the L0C start value, and CopyCL0c2Gm's FixPipe multiplies by the float32 scalar
+# 0x42800000 = 64.0 while casting to y.
+A8W4_SHIFT = 2.0 ** -6                 # the e2m1 -> e4m3 byte embedding (exact)
+A8W4_FIXPIPE_SCALE = 64.0              # FP32_64_AS_UINT64
+A8W4_GROUP_SIZE = 32
+A8W4_NK_ALIGN = 64                     # N_K_ALIGN_VALUE_WEIGHT_QUANT_4BIT
+A8W4_OUT = ("bfloat16", "float16")
+WEIGHT_NZ = "aclnnGroupedMatmulWeightNz"
+
+
+def _a8w4_err(msg, status=ACLNN_ERR_PARAM_INVALID):
+    raise AclnnError(status, f"{API}: {msg}")
+
+
+def _fp4_nz_weight(w, origin):
+    """A transposed FRACTAL_NZ fp4 weight -> its (E, K, N) values (float64, exact). The NzWeight's ``shape`` is the
+    stored (E, N, K) matrix (quant_matmul's convention for a transposed NZ x2)."""
+    from npu_emu.kernels.quant_matmul import weight_nz
+
+    op = weight_nz.nz_operand(w, "weight", None, origin)
+    nd = weight_nz.nz_to_storage_nd(op, True)
+    return np.swapaxes(operands.float_values(nd), -1, -2)
+
+
+def check_a8w4(xs, ws, biases, scales, pts, aq_scales, aq_offsets, gl, y_name, n_y, *, has_offset, group_type,
+               group_list_type, split_item, api, act_type):
+    """CheckGroupedMatmulWeightQuantDAV3510 for IsMxA8W4NZ, in CANN's order (161002 unless said); npu-emu takes the
+    single-weight form. Returns the group list as an array."""
+    x_name, w_name = _name(xs[0]), _name(ws[0])
+    flow = f"when the dtype of x is {x_name} and the dtype of weight is {w_name}"
+    # CheckGroupTypeScenario
+    if group_type != SPLIT_M:
+        _a8w4_err(f"groupType is {group_type}: weight quant cases with x dtype [{x_name}] and weight dtype "
+                  f"[{w_name}] only support groupType 0 (split M)")
+    if not (len(xs) == 1 and n_y == 1 and len(ws) >= 1):
+        _a8w4_err(f"x size: {len(xs)}, weight size: {len(ws)}, y size: {n_y}: when groupType is 0 (split M), when "
+                  f"the quant mode is A8W4 MX, x and y size must be 1, weight size must be >= 1")
+    # CheckUnsupportedApi
+    if api != WEIGHT_NZ:
+        _a8w4_err("Only AclnnGroupedMatmulNz supports fp16/bf16-fp4_e2m1, fp8_e4m3fn-fp4_e2m1/fp4_e1m2 and int8-int4 "
+                  "for xDtype-weightDtype (call aclnnGroupedMatmulWeightNz, or npu_grouped_matmul with an NzWeight)")
+    # CheckGroupListAndSplitItem
+    if gl is None:
+        _a8w4_err("GroupListOptional should not be nullptr when groupType is 0.")
+    if split_item not in (2, 3):
+        _a8w4_err(f"splitItem {split_item}: when y is not separated, splitItem must be 2 or 3")
+    # CheckAntiQuantParams, CheckQuantParams
+    if aq_scales is None:
+        _a8w4_err("AntiquantScale must not be nullptr in antiquant, but now is nullptr.", ACLNN_ERR_PARAM_NULLPTR)
+    if aq_offsets is not None:
+        _a8w4_err("In weight quant case, antiquantOffsetOptional is not supported when weightDtype is fp8/fp4 or "
+                  "xDtype-weightDtype is int8-int4.")
+    if scales is not None:
+        _a8w4_err("In weight quant case, scale must be null when xDtype-weightDtype is not int8-int4.")
+    if has_offset:
+        _a8w4_err("In WeightQuant case, offset must be null.")
+    if pts is None:
+        _a8w4_err("In WeightQuant case, perTokenScale must not be null when xDtype-weightDtype is "
+                  "float8_e4m3fn-float4_e2m1 or int8-int4.")
+    # CheckTensorListSize
+    for lst, nm, ref, rn in ((aq_scales, "antiquantScaleOptional", ws, "weight"),
+                             (biases, "biasOptional", ws, "weight"), (pts, "perTokenScaleOptional", xs, "x")):
+        if lst is not None and len(lst) != len(ref):
+            _a8w4_err(f"{nm} size: {len(lst)}, {rn} size: {len(ref)}: {nm} size must be equal to {rn} size")
+    if len(ws) != 1:
+        _a8w4_err(f"weight has {len(ws)} tensors: npu-emu takes the single-weight form (E, K, N) of W4A8-MX; the "
+                  f"separated-weight form is not implemented (docs/ops/grouped_matmul.md §10.7)")
+    # CheckYDtype, CheckQuantDtype, CheckBiasDtype
+    if y_name not in A8W4_OUT:
+        _a8w4_err(f"y {y_name}: the dtype of y must be float16 or bfloat16, {flow}")
+    pt, aq, bias = pts[0], aq_scales[0], (None if biases is None else biases[0])
+    if pt is None or _name(pt) != E8M0:
+        _a8w4_err(f"perTokenScale {_name(pt)}: the dtype of pertokenScale must be float8_e8m0, {flow}")
+    if bias is not None and _name(bias) != y_name:
+        _a8w4_err(f"bias, y: {_name(bias)}, {y_name}: the dtype of bias must be equal to the dtype of y, {flow}")
+    # CheckTransposeStatus (the weight must be an NzWeight: CheckWeightFormat below, reported here as CANN's
+    # transposeWeight follows the tensor's strides, which an ND array does not carry)
+    w = ws[0]
+    if not isinstance(w, NzWeight):
+        _a8w4_err(f"weight ND: the format of weight must be NZ {flow} (wrap it in npu_emu.ops.NzWeight)")
+    if not w.transposed:
+        _a8w4_err("transposeWeight false: in weight quant case fp16/bf16-int8, fp16/bf16-fp8/hif8 and "
+                  "fp8_e4m3-fp4_e2m1/fp4_e1m2, weight must be transposed (NzWeight(..., transposed=True))")
+    if w_name != "float4_e2m1":
+        _a8w4_err(f"weight {w_name}: the FLOAT4_E1M2 weight of W4A8-MX is not implemented in npu-emu (its byte "
+                  f"embedding differs; docs/ops/grouped_matmul.md §10.7)")
+    # CheckScaleAndPerTokenScaleShape
+    x = xs[0]
+    if pt.ndim != 3:
+        _a8w4_err(f"perTokenScale has {pt.ndim} dims: the shape dim of perTokenScale must be 3")
+    if x.ndim != 2:
+        _a8w4_err(f"x has {x.ndim} dims: the shape dim of x[0] must be 2")
+    m, k = x.shape
+    if pt.shape[0] != m:
+        _a8w4_err(f"perTokenScale {_shape(pt)}: the first dim of perTokenScale must be equal to the first dim of x")
+    if k != pt.shape[1] * MXFP_DIVISOR_SIZE:
+        _a8w4_err(f"perTokenScale {_shape(pt)}: the second dim of x ({k}) must be 64 times the second dim of "
+                  f"perTokenScale")
+    # CheckDimNumAndFormat, CheckDimValue, CheckDimMatching (view (E, K, N) = the transpose of the stored (E, N, K))
+    if len(w.shape) not in (2, 3):
+        _a8w4_err(f"weight has {len(w.shape)} dims: in weight quant case fp8_e4m3-fp4_e2m1/fp4_e1m2, the shape dim "
+                  f"of weight[0] must be 2 or 3")
+    if len(w.shape) != 3:
+        _a8w4_err("weight has 2 dims: the separated-weight form is not implemented in npu-emu (single weight "
+                  "(E, K, N))")
+    e, n, kw_ = w.shape
+    if kw_ != k:
+        _a8w4_err(f"x[0] dim k value {k} must be equal to weight[0] dim k value {kw_}")
+    if n % A8W4_NK_ALIGN or k % A8W4_NK_ALIGN:
+        _a8w4_err(f"weight n={n}, k={k}: the value of dim n, k should be an integer multiple of {A8W4_NK_ALIGN}")
+    # bias: CheckTensorShape (2 dims (E, N) for a single weight)
+    if bias is not None:
+        if bias.ndim != 2:
+            _a8w4_err(f"bias has {bias.ndim} dims: Dim must be [2]")
+        if bias.shape[0] != e:
+            _a8w4_err(f"bias batch size[{bias.shape[0]}] should be equal with groupList length[{e}]")
+        if bias.shape[1] != n:
+            _a8w4_err(f"NDim[{bias.shape[1]}] of bias must be equal to NDim[{n}] of weight")
+    # CheckAntiQuantDtype, CheckAntiQuantShape: (E, K/64, N, 2), N at dim -2; CheckGroupSize: 32
+    if aq is None or _name(aq) != E8M0:
+        _a8w4_err(f"antiquantScale {_name(aq)}: the dtype of each tensor in antiquantScale tensor list must be "
+                  f"FLOAT8_E8M0")
+    if aq.ndim != 4:
+        _a8w4_err(f"antiquantScale has {aq.ndim} dims: Dim must be [4] ((E, K/64, N, 2))")
+    if aq.shape[0] != e:
+        _a8w4_err(f"antiquantScale batch size[{aq.shape[0]}] should be equal with groupList length[{e}]")
+    if aq.shape[2] != n:
+        _a8w4_err(f"NDim[{aq.shape[2]}] of antiquantScale must be equal to NDim[{n}] of weight")
+    groups = aq.shape[1] * MXFP_MULTI_BASE_SIZE
+    if groups <= 0:
+        _a8w4_err(f"groupNum {groups}: the value of groupNum must be greater than 0")
+    if k % groups:
+        _a8w4_err(f"kSize: {k}, groupNum: {groups}: kSize must be a multiple of groupNum")
+    if k // groups != A8W4_GROUP_SIZE:
+        _a8w4_err(f"groupSize {k // groups}: the value of groupSize must be 32")
+    if aq.shape[3] != MXFP_MULTI_BASE_SIZE or pt.shape[2] != MXFP_MULTI_BASE_SIZE:
+        _a8w4_err(f"antiquantScale {_shape(aq)} / perTokenScale {_shape(pt)}: the last dim holds the 2 E8M0 codes "
+                  f"of 64 values of K (emulator-added)")
+    if act_type != 0:
+        _a8w4_err(f"actType {act_type}: GmmWeightQuantMxKernel has no epilogue (emulator-added)")
+    if group_list_type not in (0, 1):
+        _a8w4_err(f"groupListType {group_list_type}: GmmWeightQuantMxKernel reads the group list as cumulative (0) "
+                  f"or counts (1) only (emulator-added)")
+    glv = np.asarray(gl)
+    if resolve_dtype(glv.dtype) != "int64" or glv.ndim != 1 or glv.shape[0] != e:
+        _a8w4_err(f"groupList {glv.dtype} {glv.shape}: an int64 (E,) = ({e},) list (emulator-added)")
+    return glv
+
+
+def a8w4_bias(bias, y_name):
+    """ScaleMxBias: bias * 0.015625 in the bias's dtype (one RNE rounding of the exact product, which for float16
+    loses the bits that fall below its subnormal step 2^-24) -> the float32 BiasTable values."""
+    if bias is None:
+        return None
+    b = np.asarray(bias).astype(np.float64) * A8W4_SHIFT
+    with np.errstate(over="ignore", under="ignore"):
+        r = b.astype(np.float16) if y_name == "float16" else b.astype(np.float32).astype(ml_dtypes.bfloat16)
+    return np.ascontiguousarray(r.astype(np.float32))
+
+
+def build_a8w4(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw):
+    """(subs, assemble, out_shapes) of a W4A8-MX call (api._build's contract), after the checks."""
+    aq_scales, aq_offsets, _ = kw["antiquant"]
+    glv = check_a8w4(xs, ws, biases, scales, pts, aq_scales, aq_offsets, gl, y_name, n_y,
+                     has_offset=kw["has_offset"], group_type=group_type, group_list_type=group_list_type,
+                     split_item=split_item, api=kw.get("api"), act_type=kw["act_type"])
+    x, w = xs[0], ws[0]
+    x_name, w_name = _name(x), _name(w)
+    m, k = x.shape
+    e, n, _ = w.shape
+    checks.check_group_values(glv, group_list_type, e, m)
+    args = _args(x_name, w_name, y_name, (m, k), (e, k, n), glv, group_list_type, 0, split_item)
+    tr = ent = None
+    if m and n and k:
+        tr = _tiling(args, kw["soc"], kw["core_num"], k)
+        note = ("W4A8-MX: GmmWeightQuantMxKernel (BlockSchedulerWqgmmNResplit, the vector prologue) is not "
+                "reproduced as a walk; the values are its arithmetic (docs/ops/grouped_matmul.md §10.7)")
+        tr = dataclasses.replace(tr, notes=tuple(tr.notes) + (note,))
+        ent = launch.entries(glv, group_list_type, e, m)
+        launch.validate_launch(tr, ent, args, "acc_f", launch.epilogue_decl(args, "float", ent),
+                               storage_dtype(y_name).itemsize, kw["validate"])
+    wv = _fp4_nz_weight(w, kw["origin"]) * A8W4_SHIFT          # the e4m3 bytes the cube reads (exact)
+    bias = a8w4_bias(None if biases is None else biases[0], y_name)
+    sub = MxSub(args, _values(x, x_name), wv, e8m0(pts[0]), e8m0(aq_scales[0]), ent, tr, None, bias,
+                fixpipe_scale=A8W4_FIXPIPE_SCALE)
+    return [sub], (lambda ys: ys), [(m, n)]

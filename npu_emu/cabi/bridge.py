@@ -168,10 +168,20 @@ def _arguments(op, args):
                 kwargs[param.dtype_kw] = value[4]
             values.append(v)
         elif param.kind in ("tlist", "tlistm"):
-            values.append(None if value is None else [tensor_view(d, param, op) for d in value])
+            values.append(None if value is None else [_list_item(tensor_view(d, param, op), d) for d in value])
         else:
             values.append(value)
     return values, kwargs
+
+
+def _list_item(view, desc):
+    """A tensor-list element: a list has no dtype keyword to carry the real type of a uint8 carrier, so FLOAT8_E8M0
+    elements (one code a byte) come as ml_dtypes float8_e8m0fnu arrays (GroupedMatmul's MX scales)."""
+    if desc is not None and isinstance(view, np.ndarray) and ACL_DTYPES.get(desc[4]) == "float8_e8m0":
+        import ml_dtypes
+
+        return view.view(ml_dtypes.float8_e8m0fnu)
+    return view
 
 
 class Launch:

@@ -172,3 +172,38 @@ def test_grouped_matmul_v4_tensor_lists(programs, run):
     _check(v, "y_separated", want)
     _check(v, "y_v5", want)                         # aclnnGroupedMatmulV5 with an aclIntArray tuning config
     assert "stale_list_status:161002" in text
+
+
+def test_grouped_matmul_mx_and_antiquant(programs, run, monkeypatch):
+    """docs/ops/grouped_matmul.md §2.3: MXFP8 through aclnnGroupedMatmulV4 on ascend950pr (NPU_EMU_SOC), W8A16
+    through aclnnGroupedMatmulV5 on the default SoC; each y is npu_emu.ops' bits, rows after the last group zeros."""
+    import ml_dtypes
+
+    e, m, n = 3, 20, 16
+    prog = programs["test_aclnn_grouped_matmul_modes"]
+    rc, v, text = run(prog, "antiquant")
+    assert rc == 0, text
+    k = 32
+    x = _buf(v["x"], np.float16).reshape(m, k)
+    w = _buf(v["weight"], np.int8).reshape(e, k, n)
+    s = _buf(v["antiquant_scale"], np.float16).reshape(e, n)
+    o = _buf(v["antiquant_offset"], np.float16).reshape(e, n)
+    gl = _buf(v["group_list"], np.int64)
+    want = ops.npu_grouped_matmul([x], [w], antiquant_scale=[s], antiquant_offset=[o], group_list=gl,
+                                  group_list_type=1, split_item=3, group_type=0)[0]
+    want[17:] = 0                                   # rows outside every group: what y held
+    _check(v, "y", want)
+
+    monkeypatch.setenv("NPU_EMU_SOC", "ascend950pr")
+    rc, v, text = run(prog, "mx")
+    assert rc == 0, text
+    k = 96
+    kp = -(-k // 64)
+    x = _buf(v["x"], np.uint8).reshape(m, k).view(ml_dtypes.float8_e4m3fn)
+    w = _buf(v["weight"], np.uint8).reshape(e, k, n).view(ml_dtypes.float8_e4m3fn)
+    s2 = _buf(v["scale"], np.uint8).reshape(e, kp, n, 2).view(ml_dtypes.float8_e8m0fnu)
+    s1 = _buf(v["per_token_scale"], np.uint8).reshape(m, kp, 2).view(ml_dtypes.float8_e8m0fnu)
+    want = ops.npu_grouped_matmul([x], [w], scale=[s2], per_token_scale=[s1], group_list=gl, group_list_type=1,
+                                  split_item=3, group_type=0, output_dtype="bfloat16", soc="ascend950pr")[0]
+    want[17:] = 0
+    _check(v, "y", want)

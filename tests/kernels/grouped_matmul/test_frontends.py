@@ -105,3 +105,66 @@ def test_dask_mx_and_antiquant_give_the_whole_call():
     want = ops.npu_grouped_matmul([xb], [w8], group_list=gl, split_item=3, group_type=0, **kw)[0]
     got = nd.grouped_matmul(da.from_array(xb, chunks=(11, k)), [w8], group_list=gl, **kw).compute(scheduler="sync")
     assert np.array_equal(np.asarray(got).view(np.uint16), want.view(np.uint16))
+
+
+def _bins(tmp_path, **arrays):
+    """Each array to <name>.bin; the CLI flags --<name> FILE --<name>-shape S --<name>-dtype D."""
+    from npu_emu.frontend.binfile import write_bin
+    from npu_emu.frontend.core import dtype_name_of
+
+    argv = []
+    for name, (arr, dtype) in arrays.items():
+        path = tmp_path / f"{name}.bin"
+        write_bin(str(path), arr)
+        flag = name.replace("_", "-")
+        argv += [f"--{flag}", str(path), f"--{flag}-shape", ",".join(map(str, arr.shape)),
+                 f"--{flag}-dtype", dtype or dtype_name_of(arr)]
+    return argv
+
+
+def test_cli_run_antiquant_w4a16_gives_the_golden_bits(tmp_path, capsys):
+    """docs/ops/grouped_matmul.md §2.3 / §11: --antiquant-scale / --antiquant-offset per group (E, G, N), an int4
+    weight one value a byte (--weight-dtype int4); y = the golden's prologue then the plain float matmul."""
+    import ml_dtypes
+
+    from npu_emu.kernels.grouped_matmul import golden_modes
+
+    e, m, k, n, g = 3, 24, 32, 16, 2
+    gl = np.array([5, 0, 19], np.int64)
+    x = RNG.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    w = RNG.integers(-8, 8, (e, k, n)).astype(ml_dtypes.int4)
+    s = RNG.uniform(0.001, 0.05, (e, g, n)).astype(ml_dtypes.bfloat16)
+    o = RNG.uniform(-2, 2, (e, g, n)).astype(ml_dtypes.bfloat16)
+    y = tmp_path / "y.bin"
+    argv = ["run", "grouped_matmul", "--output", str(y), "--group-list-type", "1"]
+    argv += _bins(tmp_path, x=(x, None), weight=(w, "int4"), group_list=(gl, None), antiquant_scale=(s, None),
+                  antiquant_offset=(o, None))
+    rc, out, err = run(argv, capsys)
+    assert rc == 0, out + err
+    want = golden.grouped_matmul_float(x, golden_modes.antiquant_weight(w, s, o, "bfloat16"), gl,
+                                       group_list_type=1)
+    assert np.fromfile(y, np.uint16).tobytes() == np.ascontiguousarray(want).view(np.uint16).tobytes()
+
+
+def test_cli_run_mxfp8_gives_the_golden_bits(tmp_path, capsys):
+    """docs/ops/grouped_matmul.md §2.3 / §10: fp8 x and weight, E8M0 scale / per-token scale as uint8 codes read
+    with --scale-dtype / --per-token-scale-dtype float8_e8m0, --soc ascend950pr."""
+    import ml_dtypes
+
+    from npu_emu.kernels.grouped_matmul import golden_modes
+
+    e, m, k, n = 2, 20, 96, 16
+    kp = -(-k // 64)
+    gl = np.array([7, 20], np.int64)
+    x = RNG.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    w = RNG.standard_normal((e, k, n)).astype(ml_dtypes.float8_e4m3fn)
+    s2 = RNG.integers(118, 136, (e, kp, n, 2)).astype(np.uint8)
+    s1 = RNG.integers(118, 136, (m, kp, 2)).astype(np.uint8)
+    y = tmp_path / "y.bin"
+    argv = ["run", "grouped_matmul", "--output", str(y), "--output-dtype", "bfloat16", "--soc", "ascend950pr"]
+    argv += _bins(tmp_path, x=(x, None), weight=(w, None), group_list=(gl, None), scale=(s2, "float8_e8m0"),
+                  per_token_scale=(s1, "float8_e8m0"))
+    rc, out, err = run(argv, capsys)
+    assert rc == 0, out + err
+    want = golden_modes.grouped_matmul_mx(x, w, s2, s1, gl, out_dtype="bfloat16")
+    assert np.fromfile(y, np.uint16).tobytes() == np.ascontiguousarray(want).view(np.uint16).tobytes()

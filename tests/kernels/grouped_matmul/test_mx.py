@@ -221,10 +221,120 @@ def test_mxfp4_errors(kw, words):
     assert ei.value.status == 161002 and words in str(ei.value)
 
 
-def test_w4a8_mx_is_named_not_implemented():
-    with pytest.raises(AclnnError) as ei:
-        gmm(X, W4)
-    assert ei.value.status == 161002 and "W4A8-MX" in str(ei.value)
+# ---- W4A8-MX (float8_e4m3fn x, transposed FRACTAL_NZ float4_e2m1 weight, §10.7) ---------------------------------
+
+K8, N8 = 128, 64                          # the checker wants N and K multiples of 64
+X8 = _fp8((M, K8))
+W8T = _fp4((E, N8, K8))                   # the stored (E, N, K) matrix; the logical weight is its transpose
+W8 = np.swapaxes(W8T, 1, 2)
+AQ = _codes((E, K8 // 64, N8, 2))
+PT = _codes((M, K8 // 64, 2))
+
+
+def a8w4(x=X8, wt=W8T, aq=AQ, pt=PT, **kw):
+    from npu_emu.kernels.quant_matmul.api import NzWeight
+
+    w = wt if not isinstance(wt, np.ndarray) else NzWeight.from_nd(wt, "float4_e2m1", transposed=True)
+    kw.setdefault("split_item", 3)
+    kw.setdefault("group_type", 0)
+    kw.setdefault("group_list", GL)
+    kw.setdefault("output_dtype", "bfloat16")
+    kw.setdefault("soc", A5)
+    return api.npu_grouped_matmul([x], [w], antiquant_scale=None if aq is None else [aq.view(ml_dtypes.float8_e8m0fnu)],
+                                  per_token_scale=None if pt is None else [pt.view(ml_dtypes.float8_e8m0fnu)],
+                                  **kw)[0]
+
+
+@pytest.mark.parametrize("out,with_bias", [("bfloat16", False), ("bfloat16", True), ("float16", True)])
+def test_w4a8_mx_bits(out, with_bias):
+    bias = RNG.uniform(-4, 4, (E, N8)).astype(ml_dtypes.bfloat16 if out == "bfloat16" else np.float16) \
+        if with_bias else None
+    y = a8w4(output_dtype=out, bias=None if bias is None else [bias])
+    same_bits(y, golden_modes.grouped_matmul_mx_a8w4(X8, W8, AQ, PT, GL, out_dtype=out, bias=bias))
+    assert np.all(np.asarray(y, np.float32)[40:] == 0)          # rows after the last group: not written
+
+
+def test_w4a8_mx_numpy_model_counts():
+    gl = np.array([0, 30, 15], np.int64)
+    bias = RNG.uniform(-4, 4, (E, N8)).astype(ml_dtypes.bfloat16)
+    y = a8w4(group_list=gl, group_list_type=1, bias=[bias], float_accum="numpy")
+    same_bits(y, golden_modes.grouped_matmul_mx_a8w4(X8, W8, AQ, PT, gl, group_list_type=1, bias=bias,
+                                                     model="numpy"))
+
+
+def test_w4a8_mx_bias_is_scaled_in_its_own_dtype():
+    """ScaleMxBias multiplies the float16 bias by 0.015625 in float16: 0x1401 = 2^-10 (1 + 2^-10) becomes
+    2^-16 (1 + 2^-10), a subnormal whose step is 2^-24, so it rounds (ties to even) to 2^-16; with x = 0 the
+    FixPipe's x 64 gives y = 2^-10 = 0x1400, not the bias. A bfloat16 bias keeps its bits (0x3A81 x 2^-6 is a
+    normal bfloat16)."""
+    x = np.zeros((M, K8), E4M3)
+    b16 = np.full((E, N8), 0x1401, np.uint16).view(np.float16)
+    y = a8w4(x=x, bias=[b16], output_dtype="float16")
+    assert np.all(y[:40].view(np.uint16) == 0x1400)
+    bb = np.full((E, N8), 0x3A81, np.uint16).view(ml_dtypes.bfloat16)
+    y = a8w4(x=x, bias=[bb])
+    assert np.all(y[:40].view(np.uint16) == 0x3A81)
+
+
+def test_w4a8_mx_weight_nz_entry_and_v4_refusal():
+    from npu_emu.kernels.quant_matmul.api import NzWeight
+
+    nz = NzWeight.from_nd(W8T, "float4_e2m1", transposed=True)
+    y = np.zeros((M, N8), ml_dtypes.bfloat16)
+    lists = dict(x=[X8], weight=[nz], biasOptional=None, scaleOptional=None, offsetOptional=None,
+                 antiquantScaleOptional=[AQ.view(ml_dtypes.float8_e8m0fnu)], antiquantOffsetOptional=None,
+                 perTokenScaleOptional=[PT.view(ml_dtypes.float8_e8m0fnu)], groupListOptional=GL,
+                 activationInputOptional=None, activationQuantScaleOptional=None,
+                 activationQuantOffsetOptional=None, splitItem=3, groupType=0, groupListType=0, actType=0)
+    st, ws, ex = api.aclnnGroupedMatmulWeightNzGetWorkspaceSize(**lists, tuningConfigOptional=None,
+                                                                quantGroupSize=0, out=[y],
+                                                                activationFeatureOutOptional=None,
+                                                                dynQuantScaleOutOptional=None, soc=A5)
+    assert st == 0
+    assert api.aclnnGroupedMatmulWeightNz(None, ws, ex) == 0
+    same_bits(y[:40], golden_modes.grouped_matmul_mx_a8w4(X8, W8, AQ, PT, GL)[:40])
+    st, _, _ = api.aclnnGroupedMatmulV4GetWorkspaceSize(**lists, out=[y], activationFeatureOutOptional=None,
+                                                        dynQuantScaleOutOptional=None, soc=A5)
+    from npu_emu.aclnn import aclGetRecentErrMsg
+
+    assert st == 161002 and "Only AclnnGroupedMatmulNz" in aclGetRecentErrMsg()
+
+
+@pytest.mark.parametrize("kw,words,status", [
+    (dict(group_type=2), "only support groupType 0", 161002),
+    (dict(aq=None), "AntiquantScale must not be nullptr", 161001),
+    (dict(antiquant_offset=[np.zeros((E, N8), np.float16)]), "antiquantOffsetOptional is not supported", 161002),
+    (dict(scale=[np.zeros((E, N8), np.float32)]), "scale must be null", 161002),
+    (dict(pt=None), "perTokenScale must not be null", 161002),
+    (dict(output_dtype="float32"), "must be float16 or bfloat16", 161002),
+    (dict(bias=[np.zeros((E, N8), np.float16)]), "must be equal to the dtype of y", 161002),
+    (dict(wt="nd"), "Only AclnnGroupedMatmulNz", 161002),      # op-plugin sends an ND weight to V4
+    (dict(wt="not-transposed"), "weight must be transposed", 161002),
+    (dict(pt=PT[:, :1]), "64 times the second dim", 161002),
+    (dict(x=_fp8((M, 96)), wt=_fp4((E, N8, 96)), aq=AQ[:, :2, :, :], pt=_codes((M, 2, 2))[:, :, :]),
+     "64 times", 161002),
+    (dict(aq=AQ[:, :, :32]), "NDim[32] of antiquantScale", 161002),
+    (dict(aq=AQ[:, :1]), "groupSize 64", 161002),
+    (dict(group_list_type=2, group_list=np.array([[0, 12], [1, 28], [2, 5]], np.int64)), "groupListType 2",
+     161002),
+])
+def test_w4a8_mx_errors(kw, words, status):
+    from npu_emu.kernels.quant_matmul.api import NzWeight
+
+    wt = kw.get("wt")
+    if isinstance(wt, str) and wt == "not-transposed":
+        kw["wt"] = NzWeight.from_nd(W8, "float4_e2m1")           # the (E, K, N) matrix stored as it is
+    if isinstance(wt, str) and wt == "nd":
+        kw.pop("wt")
+        w = W8                                                   # an ND array: not an NzWeight
+        with pytest.raises(AclnnError) as ei:
+            api.npu_grouped_matmul([X8], [w], antiquant_scale=[AQ.view(ml_dtypes.float8_e8m0fnu)],
+                                   per_token_scale=[PT.view(ml_dtypes.float8_e8m0fnu)], group_list=GL,
+                                   split_item=3, group_type=0, output_dtype="bfloat16", soc=A5)
+    else:
+        with pytest.raises(AclnnError) as ei:
+            a8w4(**kw)
+    assert ei.value.status == status and words in str(ei.value), str(ei.value)
 
 
 def test_nz_weight_is_the_nd_weight():
