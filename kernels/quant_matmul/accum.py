@@ -86,54 +86,69 @@ def int_k_bounds(a, amax_b, k):
     return bounds
 
 
-def _int_chunks(a, b, bounds, total, n0, n1, gemm):
-    """total[:, n0:n1] = the exact sum over ``bounds``' chunks of float32 GEMMs of a by b's columns n0:n1 (int32 or
-    int64 ``total``); the chunks' operands converted once into buffers reused by every chunk."""
-    longest = max(k1 - k0 for k0, k1 in pairwise(bounds))
-    abuf = np.empty((a.shape[0], longest), np.float32)
+def _int_columns(jobs, n0, n1, gemm):
+    """For every job (a, b, bounds, total): total[:, n0:n1] = the exact sum over ``bounds``' chunks of float32 GEMMs
+    of a by b's columns n0:n1 (int32 or int64 ``total``); the chunks' operands converted once into buffers that
+    every chunk of every job reuses."""
+    rows = max(job[0].shape[0] for job in jobs)
+    longest = max(k1 - k0 for job in jobs for k0, k1 in pairwise(job[2]))
+    abuf = np.empty((rows, longest), np.float32)
     bbuf = np.empty((longest, n1 - n0), np.float32)
-    chunk = np.empty((a.shape[0], n1 - n0), np.float32)
-    dst = total[:, n0:n1]
-    for i, (k0, k1) in enumerate(pairwise(bounds)):
-        ac, bc = abuf[:, :k1 - k0], bbuf[:k1 - k0]
-        np.copyto(ac, a[:, k0:k1], casting="unsafe")
-        np.copyto(bc, b[k0:k1, n0:n1], casting="unsafe")
-        gemm(ac, bc, out=chunk)
-        if i == 0:
-            np.copyto(dst, chunk, casting="unsafe")                # exact integers below 2^24
-        else:
-            np.add(dst, chunk, out=dst, casting="unsafe")        # float64 sum of exact integers below 2^31 / 2^53
+    cbuf = np.empty((rows, n1 - n0), np.float32)
+    for a, b, bounds, total in jobs:
+        m = a.shape[0]
+        chunk, dst = cbuf[:m], total[:, n0:n1]
+        for i, (k0, k1) in enumerate(pairwise(bounds)):
+            ac, bc = abuf[:m, :k1 - k0], bbuf[:k1 - k0]
+            np.copyto(ac, a[:, k0:k1], casting="unsafe")
+            np.copyto(bc, b[k0:k1, n0:n1], casting="unsafe")
+            gemm(ac, bc, out=chunk)
+            if i == 0:
+                np.copyto(dst, chunk, casting="unsafe")            # exact integers below 2^24
+            else:
+                np.add(dst, chunk, out=dst, casting="unsafe")    # float64 sum of exact integers below 2^31 / 2^53
+
+
+def int_matmul_groups(a, b, groups, out):
+    """Exact int32 ``out[r0:r0 + m] = a[r0:r0 + m] @ b[g]`` for every ``(g, r0, m)`` of ``groups`` (int8-valued a
+    (M, K), b (G, K, N), int32 ``out`` (M, N), any strides; rows of no group untouched), as the cube's L0C holds it.
+
+    int32 wrap-around on overflow is that of the int32 accumulator (reached only for K > 2^17). Only numpy runs
+    here (float32 GEMMs on the k-chunks of :func:`int_k_bounds`, the exact chunk sums added in float64): no numba
+    pool in between. A large call runs its column ranges on host threads (``launch.host_column_split``: each GEMM
+    on one BLAS thread, every thread through all groups: one join per call), a small one on the calling thread.
+    """
+    k, n = b.shape[1], b.shape[2]
+    jobs, wides = [], []
+    for g, r0, m in groups:
+        if m <= 0:
+            continue
+        ag, bg, og = a[r0:r0 + m], b[g], out[r0:r0 + m]
+        amax_a = max(int(ag.max()), -int(ag.min())) if k else 0  # python ints: -(-128) does not wrap
+        amax_b = max(int(bg.max()), -int(bg.min())) if k and n else 0
+        if amax_a == 0 or amax_b == 0 or n == 0:
+            og[...] = 0
+            continue
+        wide = k * amax_a * amax_b >= 2**31                    # the int32 accumulator may wrap: sum in int64
+        total = np.empty((m, n), np.int64) if wide else og
+        jobs.append((ag, bg, int_k_bounds(ag, amax_b, k), total))
+        if wide:
+            wides.append((total, og))
+    if not jobs:
+        return out
+    parts = host_column_split(n, sum(job[0].shape[0] for job in jobs) * k * n)
+    gemm = host_matmul if len(parts) == 1 else np.matmul
+    run_host_parts(lambda n0, n1: _int_columns(jobs, n0, n1, gemm), parts)
+    for total, og in wides:
+        np.copyto(og, total.astype(np.int32))                  # int64 -> int32 wraps modulo 2^32
+    return out
 
 
 def int_matmul(a, b, out=None):
-    """Exact int32 ``a @ b`` for int8-valued a (M, K) and b (K, N) (any strides), as the cube's L0C holds it.
-
-    ``out``: an int32 (M, N) array (any strides) to write into instead of a new one.
-    int32 wrap-around on overflow is that of the int32 accumulator (reached only for K > 2^17).
-    Only numpy runs here (float32 GEMMs on the k-chunks of :func:`int_k_bounds`, the exact chunk sums added in
-    float64): no numba pool in between. A large product runs its column ranges on host threads
-    (``launch.host_column_split``: each GEMM on one BLAS thread), a small one on the calling thread.
-    """
-    m, k = a.shape
-    n = b.shape[1]
-    acc = np.empty((m, n), np.int32) if out is None else out
-    if k == 0 or m == 0 or n == 0:
-        acc[...] = 0
-        return acc
-    amax_a = max(int(a.max()), -int(a.min()))                 # python ints: -(-128) does not wrap
-    amax_b = max(int(b.max()), -int(b.min()))
-    if amax_a == 0 or amax_b == 0:
-        acc[...] = 0
-        return acc
-    bounds = int_k_bounds(a, amax_b, k)
-    wide = k * amax_a * amax_b >= 2**31                        # the int32 accumulator may wrap: sum in int64
-    total = np.empty((m, n), np.int64) if wide else acc
-    parts = host_column_split(n, m * k * n)
-    gemm = host_matmul if len(parts) == 1 else np.matmul
-    run_host_parts(lambda n0, n1: _int_chunks(a, b, bounds, total, n0, n1, gemm), parts)
-    if wide:
-        np.copyto(acc, total.astype(np.int32))                 # int64 -> int32 wraps modulo 2^32
-    return acc
+    """Exact int32 ``a @ b`` for int8-valued a (M, K) and b (K, N) (any strides): :func:`int_matmul_groups` with
+    one group. ``out``: an int32 (M, N) array (any strides) to write into instead of a new one."""
+    acc = np.empty((a.shape[0], b.shape[1]), np.int32) if out is None else out
+    return int_matmul_groups(a, b[None], [(0, 0, a.shape[0])], acc)
 
 
 # --------------------------------------------------------------------------------------------------------------

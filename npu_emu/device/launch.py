@@ -325,12 +325,14 @@ def host_matmul(a, b, out=None):
 # A host GEMM stage split by columns over host threads, each GEMM on one BLAS thread
 # --------------------------------------------------------------------------------------------------------------
 
-# Why not BLAS's own threads for a long run of GEMMs (accum.int_matmul's exact k-chunks, one call per expert group):
-# OpenBLAS's workers synchronise inside every GEMM, so on a loaded box each call waits for the slowest worker's
-# time slice. Measured on the 2-core box at load average 6, 8 groups of 512 x 7168 x 2048 in 1024-long k-chunks:
-# BLAS's 2 threads 1.8x one float32 GEMM of the same FLOPs, one thread 1.1x, two host threads each running whole
-# GEMMs on one BLAS thread 1.04-1.07x (and on an idle box the two halves run side by side). Column halves: every
-# part has the same work whatever the group sizes.
+# Why not BLAS's own threads for a long run of GEMMs (accum.int_matmul_groups' exact k-chunks of every expert
+# group): OpenBLAS's workers synchronise inside every GEMM, so on a loaded box each call waits for the slowest
+# worker's time slice. Measured on the 2-core box at load average 6, 8 groups of 512 x 7168 x 2048 in 1024-long
+# k-chunks: BLAS's 2 threads 1.8x one float32 GEMM of the same FLOPs, one BLAS thread 1.1x. Two host threads, each
+# running whole GEMMs on one BLAS thread through all groups (one join per call), keep both cores busy on an idle
+# box; on the loaded box (load average 7) they took 1.22x the float32 GEMM's CPU time against 1.14x for one thread
+# at no gain in wall time, so while other processes hold the cores the calling thread runs alone. Column ranges:
+# every part has the same work whatever the group sizes.
 HOST_SPLIT_ALIGN = 64
 _host_pool = {"pool": None, "workers": 0}
 _host_pool_lock = threading.Lock()
@@ -338,13 +340,13 @@ _host_pool_lock = threading.Lock()
 
 def host_column_split(n, macs, align=HOST_SPLIT_ALIGN):
     """Column ranges ``[(n0, n1), ...]`` of ``n`` columns for :func:`run_host_parts`: one range (the calling thread,
-    :func:`host_matmul`'s rules) below :data:`BLAS_THREADED_MACS` multiply-adds (:data:`BLAS_THREADED_MACS_LOADED`
-    while other processes hold the cores), outside the main thread (the BLAS
+    :func:`host_matmul`'s rules) below :data:`BLAS_THREADED_MACS` multiply-adds, while other processes hold the
+    cores (``jit_options.is_contended``), outside the main thread (the BLAS
     thread count cannot be scoped there), without threadpoolctl, or with one numba thread (the user's thread
     knob); else numba's thread count (at most the cores) ranges of multiples of ``align`` columns."""
     if macs < BLAS_THREADED_MACS or n < 2 * align or threading.current_thread() is not threading.main_thread():
         return [(0, n)]
-    if macs < BLAS_THREADED_MACS_LOADED and is_contended():     # a woken thread would wait for a time slice
+    if is_contended():              # measured: one thread's GEMMs then take less CPU time and no more wall time
         return [(0, n)]
     get = jit_options._numba_threads()[0]
     threads = min(get() if get is not None else 1, jit_options._cores(), n // align)

@@ -150,3 +150,21 @@ def test_int_matmul_column_split_and_small_activations(monkeypatch):
     bw[0, 0] = 127
     assert accum.int_k_bounds(small, 127, 7168) == [0, 7168]
     assert np.array_equal(accum.int_matmul(small, bw), small.astype(np.int64) @ bw.astype(np.int64))
+
+
+def test_int_matmul_groups(monkeypatch):
+    # the grouped form: an empty group skipped, a weight used twice, rows of no group untouched; forced column
+    # ranges (every thread through all groups) give the same int32 as the calling thread
+    rng = np.random.default_rng(5)
+    a = rng.integers(-128, 128, (40, 700), dtype=np.int8)
+    b = rng.integers(-128, 128, (3, 700, 150), dtype=np.int8)
+    groups = [(2, 0, 10), (0, 10, 0), (2, 10, 7), (1, 17, 20)]
+    want = np.full((40, 150), -5, np.int64)
+    for g, r0, m in groups:
+        want[r0:r0 + m] = a[r0:r0 + m].astype(np.int64) @ b[g].astype(np.int64)
+    serial = np.full((40, 150), -5, np.int32)
+    accum.int_matmul_groups(a, b, groups, serial)
+    monkeypatch.setattr(accum, "host_column_split", lambda n, macs: [(0, 64), (64, n)])
+    split = np.full((40, 150), -5, np.int32)
+    accum.int_matmul_groups(a, b, groups, split)
+    assert np.array_equal(serial, want) and np.array_equal(split, want)
