@@ -26,8 +26,8 @@ import numpy as np
 from numba import njit, prange
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.device.jit_options import PARALLEL
-from npu_emu.device.launch import host_column_split, host_matmul, run_host_parts, serial_below
+from npu_emu.device.jit_options import PARALLEL, is_contended
+from npu_emu.device.launch import host_column_split, host_matmul, run_host_parts, serial_below, single_blas_thread
 
 FLOAT_ACCUM = ("exact", "kchunk", "sequential", "numpy")
 F32_EXACT_INT = 1 << 24          # integers up to 2^24 are exact in float32
@@ -137,8 +137,15 @@ def int_matmul_groups(a, b, groups, out):
     if not jobs:
         return out
     parts = host_column_split(n, sum(job[0].shape[0] for job in jobs) * k * n)
-    gemm = host_matmul if len(parts) == 1 else np.matmul
-    run_host_parts(lambda n0, n1: _int_columns(jobs, n0, n1, gemm), parts)
+    if len(parts) > 1:
+        run_host_parts(lambda n0, n1: _int_columns(jobs, n0, n1, np.matmul), parts)
+    elif is_contended():
+        # not host_matmul's BLAS threads for its largest GEMMs: they meet inside every GEMM, and on the loaded
+        # 2-core box 8 groups of 512 x 4096 x 2048 chunks took 1.56x the float32 GEMM with them, 1.14x without
+        with single_blas_thread():
+            _int_columns(jobs, 0, n, np.matmul)
+    else:
+        _int_columns(jobs, 0, n, host_matmul)
     for total, og in wides:
         np.copyto(og, total.astype(np.int32))                  # int64 -> int32 wraps modulo 2^32
     return out
