@@ -140,8 +140,9 @@ def int_matmul_groups(a, b, groups, out):
     if len(parts) > 1:
         run_host_parts(lambda n0, n1: _int_columns(jobs, n0, n1, np.matmul), parts)
     elif is_contended():
-        # not host_matmul's BLAS threads for its largest GEMMs: they meet inside every GEMM, and on the loaded
-        # 2-core box 8 groups of 512 x 4096 x 2048 chunks took 1.56x the float32 GEMM with them, 1.14x without
+        # not host_matmul's BLAS threads for its largest GEMMs: they meet inside every GEMM; on the loaded 2-core
+        # box 8 groups in 1024-long chunks took 1.8x the float32 GEMM with them, 1.1x on one thread, and the
+        # quantised-activation asv case (512 x 4096 x 2048 chunks, above host_matmul's 2^31) 1.56x with them
         with single_blas_thread():
             _int_columns(jobs, 0, n, np.matmul)
     else:
