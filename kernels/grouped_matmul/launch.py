@@ -50,12 +50,9 @@ def check_int32(tr, ent, args, m_x, n, validate=True):
 
 def int_cube(x, weight_nd, ent, acc):
     """The int32 L0C value of every computed row: acc[rows of g] = x[rows of g] @ weight[g] exactly
-    (accum.int_matmul, whose value does not depend on the block split: K is never split across cores)."""
+    (accum.int_matmul_groups, whose value does not depend on the block split: K is never split across cores)."""
     w_idx, row, m = ent
-    for g in range(w_idx.size):
-        if m[g] > 0:
-            r0 = int(row[g])
-            accum.int_matmul(x[r0:r0 + int(m[g])], weight_nd[int(w_idx[g])], out=acc[r0:r0 + int(m[g])])
+    accum.int_matmul_groups(x, weight_nd, [(int(w), int(r), int(mm)) for w, r, mm in zip(w_idx, row, m)], acc)
 
 
 def float_cube(x64, weight64, ent, acc, sig, float_accum, base_k, bias, x32=None, w32=None):

@@ -8,7 +8,8 @@ baseK chunk, chunks accumulated in fp32 in k order), "sequential" (one fp32 runn
 
 Speed without giving up exactness (the brief's "exact fast primitive"): BLAS is used only where its result is
 provably exact whatever its summation order —
-* int8/int4: float32 GEMM on k-chunks short enough that every partial sum is an integer below 2^24, then int32;
+* int8/int4: float32 GEMM on k-chunks short enough that every partial sum is an integer below 2^24 (bounded by
+  the row sums of |a| times max |b|, :func:`int_k_bounds`), then int32;
 * float formats: float64 GEMM on exponent bands of the operands chosen so that every partial sum of a band pair
   is an integer multiple of the band's quantum below 2^53; the band-pair results (exact float64 values) are
   then summed exactly and rounded once to fp32 by :func:`exact_sum_f32` (integer limbs, no float rounding).
@@ -19,13 +20,14 @@ kernel.py's ``faithful=True`` path recomputes the integer case block by block to
 """
 
 import math
+from itertools import pairwise
 
 import numpy as np
 from numba import njit, prange
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.device.jit_options import PARALLEL
-from npu_emu.device.launch import host_matmul, serial_below
+from npu_emu.device.jit_options import PARALLEL, is_contended
+from npu_emu.device.launch import host_column_split, host_matmul, run_host_parts, serial_below, single_blas_thread
 
 FLOAT_ACCUM = ("exact", "kchunk", "sequential", "numpy")
 F32_EXACT_INT = 1 << 24          # integers up to 2^24 are exact in float32
@@ -49,38 +51,112 @@ def int_k_chunk(amax_a, amax_b, k):
     return step - step % 256 if 256 <= step < k else step
 
 
-def int_matmul(a, b, out=None):
-    """Exact int32 ``a @ b`` for int8-valued a (M, K) and b (K, N) (any strides), as the cube's L0C holds it.
+K_BLOCK = 256                    # granularity of the bound-based k-chunks (BLAS runs full-width panels)
 
-    ``out``: an int32 (M, N) array (any strides) to write into instead of a new one.
-    int32 wrap-around on overflow is that of the int32 accumulator (reached only for K > 2^17).
-    Only numpy runs here (float32 GEMMs on contiguous k-chunks, the exact chunk sums added in float64): one
-    thread pool (BLAS's), none of numba's in between.
+
+def int_k_bounds(a, amax_b, k):
+    """K chunk boundaries ``[0, k1, ..., k]`` (whole 256-blocks) of an exact float32 GEMM of int8/int4-valued
+    ``a`` (M, K) by a b whose largest magnitude is ``amax_b``: every row's ``amax_b * sum over the chunk of
+    |a[i, k]|`` stays <= 2^24. Every partial sum BLAS forms in a chunk, in whatever order and blocking, is a sum
+    of some of the chunk's products, so an integer of magnitude <= that bound: exact in float32 (an FMA rounds
+    an exact value too). Greedy, longest chunks first.
+
+    Against :func:`int_k_chunk`'s worst case (chunk * max|a| * max|b| <= 2^24: 1024 for full-range int8) the row
+    sums of |a| give about 1800 on uniform int8 and one chunk for activations whose values are mostly small. A
+    256-block always fits (256 * 128 * 128 = 2^22)."""
+    nb = -(-k // K_BLOCK)
+    if amax_b == 0 or nb <= 1:
+        return [0, k]
+    limit = F32_EXACT_INT // int(amax_b)                       # largest row sum of |a| allowed in one chunk
+    prefix = np.zeros((a.shape[0], nb + 1), np.int64)
+    full = k // K_BLOCK
+    for r0 in range(0, a.shape[0], 1024):                     # slabs: |a| in int16 is twice a's bytes
+        ab = np.abs(a[r0:r0 + 1024], dtype=np.int16)          # |-128| = 128 (int16 before the abs)
+        blocks = np.empty((ab.shape[0], nb), np.int64)
+        blocks[:, :full] = ab[:, :full * K_BLOCK].reshape(ab.shape[0], full, K_BLOCK).sum(axis=2, dtype=np.int32)
+        if full < nb:
+            blocks[:, full] = ab[:, full * K_BLOCK:].sum(axis=1, dtype=np.int32)
+        np.cumsum(blocks, axis=1, out=prefix[r0:r0 + 1024, 1:])
+    bounds, b0 = [0], 0
+    while b0 < nb:
+        span = (prefix[:, b0 + 1:] - prefix[:, b0:b0 + 1]).max(axis=0)    # non-decreasing in the chunk's end
+        b1 = b0 + max(1, int(np.searchsorted(span, limit, side="right")))
+        bounds.append(min(k, b1 * K_BLOCK))
+        b0 = b1
+    return bounds
+
+
+def _int_columns(jobs, n0, n1, gemm):
+    """For every job (a, b, bounds, total): total[:, n0:n1] = the exact sum over ``bounds``' chunks of float32 GEMMs
+    of a by b's columns n0:n1 (int32 or int64 ``total``); the chunks' operands converted once into buffers that
+    every chunk of every job reuses."""
+    rows = max(job[0].shape[0] for job in jobs)
+    longest = max(k1 - k0 for job in jobs for k0, k1 in pairwise(job[2]))
+    abuf = np.empty((rows, longest), np.float32)
+    bbuf = np.empty((longest, n1 - n0), np.float32)
+    cbuf = np.empty((rows, n1 - n0), np.float32)
+    for a, b, bounds, total in jobs:
+        m = a.shape[0]
+        chunk, dst = cbuf[:m], total[:, n0:n1]
+        for i, (k0, k1) in enumerate(pairwise(bounds)):
+            ac, bc = abuf[:m, :k1 - k0], bbuf[:k1 - k0]
+            np.copyto(ac, a[:, k0:k1], casting="unsafe")
+            np.copyto(bc, b[k0:k1, n0:n1], casting="unsafe")
+            gemm(ac, bc, out=chunk)
+            if i == 0:
+                np.copyto(dst, chunk, casting="unsafe")            # exact integers below 2^24
+            else:
+                np.add(dst, chunk, out=dst, casting="unsafe")    # float64 sum of exact integers below 2^31 / 2^53
+
+
+def int_matmul_groups(a, b, groups, out):
+    """Exact int32 ``out[r0:r0 + m] = a[r0:r0 + m] @ b[g]`` for every ``(g, r0, m)`` of ``groups`` (int8-valued a
+    (M, K), b (G, K, N), int32 ``out`` (M, N), any strides; rows of no group untouched), as the cube's L0C holds it.
+
+    int32 wrap-around on overflow is that of the int32 accumulator (reached only for K > 2^17). Only numpy runs
+    here (float32 GEMMs on the k-chunks of :func:`int_k_bounds`, the exact chunk sums added in float64): no numba
+    pool in between. A large call runs its column ranges on host threads (``launch.host_column_split``: each GEMM
+    on one BLAS thread, every thread through all groups: one join per call), a small one on the calling thread.
     """
-    m, k = a.shape
-    n = b.shape[1]
-    acc = np.empty((m, n), np.int32) if out is None else out
-    if k == 0 or m == 0 or n == 0:
-        acc[...] = 0
-        return acc
-    amax_a = max(int(a.max()), -int(a.min()))                 # python ints: -(-128) does not wrap
-    amax_b = max(int(b.max()), -int(b.min()))
-    if amax_a == 0 or amax_b == 0:
-        acc[...] = 0
-        return acc
-    step = int_k_chunk(amax_a, amax_b, k)
-    wide = k * amax_a * amax_b >= 2**31                        # the int32 accumulator may wrap: sum in int64
-    total = np.zeros((m, n), np.int64) if wide else acc
-    chunk = np.empty((m, n), np.float32)
-    for k0 in range(0, k, step):
-        host_matmul(a[:, k0:k0 + step].astype(np.float32), b[k0:k0 + step].astype(np.float32), out=chunk)
-        if k0 == 0 and not wide:
-            np.copyto(total, chunk, casting="unsafe")            # exact integers below 2^24
-        else:
-            np.add(total, chunk, out=total, casting="unsafe")    # float64 sum of exact integers below 2^31 / 2^53
-    if wide:
-        np.copyto(acc, total.astype(np.int32))                 # int64 -> int32 wraps modulo 2^32
-    return acc
+    k, n = b.shape[1], b.shape[2]
+    jobs, wides = [], []
+    for g, r0, m in groups:
+        if m <= 0:
+            continue
+        ag, bg, og = a[r0:r0 + m], b[g], out[r0:r0 + m]
+        amax_a = max(int(ag.max()), -int(ag.min())) if k else 0  # python ints: -(-128) does not wrap
+        amax_b = max(int(bg.max()), -int(bg.min())) if k and n else 0
+        if amax_a == 0 or amax_b == 0 or n == 0:
+            og[...] = 0
+            continue
+        wide = k * amax_a * amax_b >= 2**31                    # the int32 accumulator may wrap: sum in int64
+        total = np.empty((m, n), np.int64) if wide else og
+        jobs.append((ag, bg, int_k_bounds(ag, amax_b, k), total))
+        if wide:
+            wides.append((total, og))
+    if not jobs:
+        return out
+    parts = host_column_split(n, sum(job[0].shape[0] for job in jobs) * k * n)
+    if len(parts) > 1:
+        run_host_parts(lambda n0, n1: _int_columns(jobs, n0, n1, np.matmul), parts)
+    elif is_contended():
+        # not host_matmul's BLAS threads for its largest GEMMs: they meet inside every GEMM; on the loaded 2-core
+        # box 8 groups in 1024-long chunks took 1.8x the float32 GEMM with them, 1.1x on one thread, and the
+        # quantised-activation asv case (512 x 4096 x 2048 chunks, above host_matmul's 2^31) 1.56x with them
+        with single_blas_thread():
+            _int_columns(jobs, 0, n, np.matmul)
+    else:
+        _int_columns(jobs, 0, n, host_matmul)
+    for total, og in wides:
+        np.copyto(og, total.astype(np.int32))                  # int64 -> int32 wraps modulo 2^32
+    return out
+
+
+def int_matmul(a, b, out=None):
+    """Exact int32 ``a @ b`` for int8-valued a (M, K) and b (K, N) (any strides): :func:`int_matmul_groups` with
+    one group. ``out``: an int32 (M, N) array (any strides) to write into instead of a new one."""
+    acc = np.empty((a.shape[0], b.shape[1]), np.int32) if out is None else out
+    return int_matmul_groups(a, b[None], [(0, 0, a.shape[0])], acc)
 
 
 # --------------------------------------------------------------------------------------------------------------

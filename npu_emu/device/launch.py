@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 from numba.extending import overload
 
-from npu_emu.device import jit_options  # noqa: F401  (installs the numba cache lock before any njit below compiles)
+from npu_emu.device import jit_options  # (importing it installs the numba cache lock before any njit below compiles)
 from npu_emu.device import memo
 from npu_emu.device.jit_options import PARALLEL_MIN_BYTES, is_contended, parallel_min_bytes, serial_below
 from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_INNER_TILING_ERROR, AclnnError
@@ -28,7 +28,7 @@ from npu_emu.device.validate import MAX_BLOCK_DIM, AccessPattern, GmOverrun, Val
 # GmOverrun (defined with the access patterns it is computed from) is re-exported: the trace record of the launch.
 __all__ = ["ub_view", "launch", "UbViewError", "CheckedAccess", "check_access", "checked_access", "GmOverrun",
            "host_matmul", "single_blas_thread", "BLAS_THREADED_MACS", "serial_below", "PARALLEL_MIN_BYTES",
-           "parallel_min_bytes"]
+           "parallel_min_bytes", "host_column_split", "run_host_parts"]
 
 
 def _itemsize(dtype):
@@ -319,3 +319,66 @@ def host_matmul(a, b, out=None):
         return np.matmul(a, b, out=out)
     with single_blas_thread():
         return np.matmul(a, b, out=out)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# A host GEMM stage split by columns over host threads, each GEMM on one BLAS thread
+# --------------------------------------------------------------------------------------------------------------
+
+# Why not BLAS's own threads for a long run of GEMMs (accum.int_matmul_groups' exact k-chunks of every expert
+# group): OpenBLAS's workers synchronise inside every GEMM, so on a loaded box each call waits for the slowest
+# worker's time slice. Measured on the 2-core box at load average 6, 8 groups of 512 x 7168 x 2048 in 1024-long
+# k-chunks: BLAS's 2 threads 1.8x one float32 GEMM of the same FLOPs, one BLAS thread 1.1x. Two host threads, each
+# running whole GEMMs on one BLAS thread through all groups (one join per call), keep both cores busy on an idle
+# box; on the loaded box (load average 7) they took 1.22x the float32 GEMM's CPU time against 1.14x for one thread
+# at no gain in wall time, so while other processes hold the cores the calling thread runs alone. Column ranges:
+# every part has the same work whatever the group sizes.
+HOST_SPLIT_ALIGN = 64
+_host_pool = {"pool": None, "workers": 0}
+_host_pool_lock = threading.Lock()
+
+
+def host_column_split(n, macs, align=HOST_SPLIT_ALIGN):
+    """Column ranges ``[(n0, n1), ...]`` of ``n`` columns for :func:`run_host_parts`: one range (the calling thread,
+    :func:`host_matmul`'s rules) below :data:`BLAS_THREADED_MACS` multiply-adds, while other processes hold the
+    cores (``jit_options.is_contended``), outside the main thread (the BLAS
+    thread count cannot be scoped there), without threadpoolctl, or with one numba thread (the user's thread
+    knob); else numba's thread count (at most the cores) ranges of multiples of ``align`` columns."""
+    if macs < BLAS_THREADED_MACS or n < 2 * align or threading.current_thread() is not threading.main_thread():
+        return [(0, n)]
+    if is_contended():              # measured: one thread's GEMMs then take less CPU time and no more wall time
+        return [(0, n)]
+    get = jit_options._numba_threads()[0]
+    threads = min(get() if get is not None else 1, jit_options._cores(), n // align)
+    if threads < 2 or not _blas_libs():
+        return [(0, n)]
+    step = -(-(n // align) // threads) * align
+    return [(n0, min(n, n0 + step)) for n0 in range(0, n, step)]
+
+
+def _pool(workers):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with _host_pool_lock:
+        if _host_pool["workers"] < workers:
+            if _host_pool["pool"] is not None:
+                _host_pool["pool"].shutdown(wait=True)
+            _host_pool["pool"] = ThreadPoolExecutor(workers, thread_name_prefix="npu_emu_host")
+            _host_pool["workers"] = workers
+        return _host_pool["pool"]
+
+
+def run_host_parts(fn, parts):
+    """``[fn(*part) for part in parts]``; with more than one part the first runs on the calling thread and the
+    others on a host thread pool, all inside :func:`single_blas_thread` (each GEMM of ``fn`` on its own thread: fn
+    calls ``np.matmul``, not :func:`host_matmul`). Every part has finished when this returns, also on an error."""
+    if len(parts) == 1:
+        return [fn(*parts[0])]
+    pool = _pool(len(parts) - 1)
+    with single_blas_thread():
+        futures = [pool.submit(fn, *p) for p in parts[1:]]
+        try:
+            first = fn(*parts[0])
+        finally:
+            rest = [f.result() for f in futures]         # waits for all (re-raises the first error)
+    return [first] + rest

@@ -237,3 +237,55 @@ def test_quant_matmul_small_call_uses_no_second_pool(monkeypatch):
     assert ("gemm", [1] * len(libs)) in record
     assert all(r[1] in (1, [1] * len(libs)) for r in record), record
     assert real_launch_threads is L.serial_below
+
+
+@needs_two
+def test_host_column_split_rules(monkeypatch):
+    """Column ranges for the host threads of an exact GEMM run: only for large work, free cores, two numba
+    threads, in the main thread; ranges of multiples of 64 columns covering n."""
+    if J._cores() < 2 or not L._blas_libs():
+        pytest.skip("one core, or no BLAS threadpoolctl can scope: never split")
+    monkeypatch.setattr(L, "is_contended", lambda: False)
+    big = L.BLAS_THREADED_MACS
+    old = numba.get_num_threads()
+    numba.set_num_threads(2)
+    try:
+        assert L.host_column_split(2048, big) == [(0, 1024), (1024, 2048)]
+        assert L.host_column_split(200, big) == [(0, 128), (128, 200)]
+        assert L.host_column_split(2048, big - 1) == [(0, 2048)]           # small work: the calling thread
+        assert L.host_column_split(127, big) == [(0, 127)]                 # not two 64-column ranges
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(L.host_column_split(2048, big)))
+        t.start()
+        t.join()
+        assert seen == [[(0, 2048)]]                                        # the BLAS count is not ours there
+        monkeypatch.setattr(L, "is_contended", lambda: True)
+        assert L.host_column_split(2048, big) == [(0, 2048)]               # other processes hold the cores
+        monkeypatch.setattr(L, "is_contended", lambda: False)
+        numba.set_num_threads(1)
+        assert L.host_column_split(2048, big) == [(0, 2048)]               # the user's one thread
+    finally:
+        numba.set_num_threads(old)
+
+
+def test_run_host_parts_runs_every_part_on_one_blas_thread():
+    libs = _blas()
+    seen = []
+
+    def part(n0, n1):
+        seen.append((n0, [lib.get_num_threads() for lib in libs]))
+        return n1 - n0
+
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        users = [lib.get_num_threads() for lib in libs]
+        assert L.run_host_parts(part, [(0, 64), (64, 100), (100, 300)]) == [64, 36, 200]
+        assert sorted(seen) == [(0, [1] * len(libs)), (64, [1] * len(libs)), (100, [1] * len(libs))]
+        assert [lib.get_num_threads() for lib in libs] == users
+
+        def bad(n0, n1):
+            if n0:
+                raise ValueError("boom")
+
+        with pytest.raises(ValueError):
+            L.run_host_parts(bad, [(0, 64), (64, 128)])
+        assert [lib.get_num_threads() for lib in libs] == users

@@ -93,3 +93,78 @@ def test_int_matmul_chunks_and_wraps():
     want = np.int64(k) * 16384
     got = accum.int_matmul(a, b)
     assert int(got[0, 0]) == ((int(want) + 2 ** 31) % 2 ** 32) - 2 ** 31
+
+
+def _l1_row(last):
+    """A (1, 1280) int8 row of 1040 entries 127 (all of blocks 0-3, 16 of block 4) and one entry ``last`` in block
+    4: its |row| sum is 1040 * 127 + last = 132080 + last."""
+    a = np.zeros((1, 1280), np.int8)
+    a[0, :1040] = 127
+    a[0, 1100] = last
+    return a
+
+
+def test_int_k_bounds_at_the_exactness_limit():
+    # b = 127 everywhere: a chunk is exact while 127 * sum|a| <= 2^24, i.e. sum|a| <= floor(2^24 / 127) = 132104
+    assert accum.F32_EXACT_INT // 127 == 132104
+    b = np.full((1280, 1), 127, np.int8)
+    # sum|a| = 132104: one chunk of all 5 blocks; the dot product 127 * 132104 = 16777208 <= 2^24
+    a = _l1_row(24)
+    assert accum.int_k_bounds(a, 127, 1280) == [0, 1280]
+    assert int(accum.int_matmul(a, b)[0, 0]) == 16777208
+    # sum|a| = 132105: one more and the 5-block chunk is no longer exact: its value 127 * 132105 = 16777335 is odd
+    # and above 2^24, so no float32 GEMM of that chunk can return it whatever its order (float32 spacing is 2 there)
+    a = _l1_row(25)
+    assert accum.int_k_bounds(a, 127, 1280) == [0, 1024, 1280]
+    assert int((a.astype(np.float32) @ b.astype(np.float32))[0, 0]) != 16777335
+    assert int(accum.int_matmul(a, b)[0, 0]) == 16777335
+    # the bound takes the largest row: a second, small row does not lengthen the chunks
+    two = np.vstack([np.ones((1, 1280), np.int8), a])
+    assert accum.int_k_bounds(two, 127, 1280) == [0, 1024, 1280]
+    # full-range uniform int8 (row sums ~ 64 per entry): 1792-long chunks against int_k_chunk's 1024
+    rng = np.random.default_rng(3)
+    u = rng.integers(-128, 128, (64, 7168), dtype=np.int8)
+    assert accum.int_k_bounds(u, 128, 7168) == [0, 1792, 3584, 5376, 7168]
+    # k not a multiple of 256: the last block is short; a 256-block always fits (256 * 128 * 128 = 2^22)
+    worst = np.full((2, 1030), -128, np.int8)
+    assert accum.int_k_bounds(worst, 128, 1030) == [0, 1024, 1030]
+
+
+def test_int_matmul_column_split_and_small_activations(monkeypatch):
+    # the host-thread column split (forced here: it depends on the load and the thread count) gives the same int32
+    rng = np.random.default_rng(4)
+    a = rng.integers(-128, 128, (37, 3000), dtype=np.int8)
+    b = rng.integers(-128, 128, (3000, 200), dtype=np.int8)
+    want = a.astype(np.int64) @ b.astype(np.int64)
+    serial = accum.int_matmul(a, b)
+    monkeypatch.setattr(accum, "host_column_split",
+                        lambda n, macs: [(0, 64), (64, 128), (128, n)] if n > 128 else [(0, n)])
+    split = accum.int_matmul(a, b)
+    out = np.full((37, 400), 7, np.int32)[:, ::2]                 # strided out
+    accum.int_matmul(a, b, out=out)
+    assert np.array_equal(serial, want) and np.array_equal(split, want) and np.array_equal(out, want)
+    # activations of mostly small values: the whole K in one chunk
+    small = np.clip(np.round(rng.standard_normal((16, 7168)) * 8), -127, 127).astype(np.int8)
+    small[:, 0] = 127
+    bw = rng.integers(-127, 128, (7168, 5), dtype=np.int8)
+    bw[0, 0] = 127
+    assert accum.int_k_bounds(small, 127, 7168) == [0, 7168]
+    assert np.array_equal(accum.int_matmul(small, bw), small.astype(np.int64) @ bw.astype(np.int64))
+
+
+def test_int_matmul_groups(monkeypatch):
+    # the grouped form: an empty group skipped, a weight used twice, rows of no group untouched; forced column
+    # ranges (every thread through all groups) give the same int32 as the calling thread
+    rng = np.random.default_rng(5)
+    a = rng.integers(-128, 128, (40, 700), dtype=np.int8)
+    b = rng.integers(-128, 128, (3, 700, 150), dtype=np.int8)
+    groups = [(2, 0, 10), (0, 10, 0), (2, 10, 7), (1, 17, 20)]
+    want = np.full((40, 150), -5, np.int64)
+    for g, r0, m in groups:
+        want[r0:r0 + m] = a[r0:r0 + m].astype(np.int64) @ b[g].astype(np.int64)
+    serial = np.full((40, 150), -5, np.int32)
+    accum.int_matmul_groups(a, b, groups, serial)
+    monkeypatch.setattr(accum, "host_column_split", lambda n, macs: [(0, 64), (64, n)])
+    split = np.full((40, 150), -5, np.int32)
+    accum.int_matmul_groups(a, b, groups, split)
+    assert np.array_equal(serial, want) and np.array_equal(split, want)
