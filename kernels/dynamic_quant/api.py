@@ -75,15 +75,15 @@ class _Plan:
     pass
 
 
-def not_emulated_950(api, soc, *, quant_mode="pertoken", y="int8", dst_type_max=0.0, symmetrical=True):
-    """AclnnError 561000 naming what an Ascend 950 call asks for: there every DynamicQuant version runs
-    DynamicQuantV2's arch35 (regbase) kernels (aclnn_dynamic_quant.cpp: IsRegbase), not emulated yet."""
+def not_emulated_950(api, soc, *, quant_mode="perchannel", y="int8", dst_type_max=0.0, symmetrical=True):
+    """AclnnError 561000 naming what an Ascend 950 call asks for that is not emulated: quant_mode perchannel
+    (DynamicQuantV2's arch35 templates 7 / 8 / 9)."""
     return AclnnError(ACLNN_ERR_INNER, (
         f"{api} on soc {soc!r}: Ascend 950 runs every DynamicQuant version on DynamicQuantV2's arch35 (regbase) "
-        f"kernels, which are not emulated yet; this call asks for quant_mode={quant_mode!r}, y {y}, "
-        f"dst_type_max={dst_type_max}, isSymmetrical={symmetrical}. Not emulated on 950: quant_mode pertoken / "
-        f"pertensor / perchannel, y int8 / int4 / int32 (packed int4) / hifloat8 / float8_e5m2 / float8_e4m3fn, "
-        f"dst_type_max. Emulated: soc='ascend910b2' (Atlas A2/A3), pertoken, int8 / int4, symmetric or not"))
+        f"kernels; this call asks for quant_mode={quant_mode!r}, y {y}, dst_type_max={dst_type_max}, "
+        f"isSymmetrical={symmetrical}, and the perchannel templates (full load, recompute, split-m) are not "
+        f"emulated yet. Emulated on 950: quant_mode pertoken / pertensor, y int8 / int4 / int32 (packed int4) / "
+        f"hifloat8 / float8_e5m2 / float8_e4m3fn, dst_type_max, symmetric or not, smooth_scales, group_index"))
 
 
 def _prepare(x, smooth, group, y_desc, scale_desc, offset_desc, *, symmetrical, quant_mode, soc, core_num, ub_size,
