@@ -139,9 +139,6 @@ _Y_DT_950 = {"int8": DT_INT8, "int4": DT_INT4, "hifloat8": DT_HIFLOAT8, "float8_
 def _prepare_950(x, smooth, group, xd, sd, gd, y_desc, *, symmetrical, quant_mode, soc, core_num, ub_size, div_model,
                  faithful, tiling, validate, dry, dst_type_max):
     """Ascend 950: every version runs DynamicQuantV2's arch35 kernels (aclnn_dynamic_quant.cpp, IsRegbase)."""
-    if quant_mode == "perchannel":
-        raise not_emulated_950("DynamicQuant", soc, quant_mode=quant_mode, y=y_desc[0], dst_type_max=dst_type_max,
-                               symmetrical=symmetrical)
     launch.div_model_code(div_model)
     p = _Plan()
     p.arch35 = True
@@ -164,6 +161,19 @@ def _prepare_950(x, smooth, group, xd, sd, gd, y_desc, *, symmetrical, quant_mod
     if p.empty:
         return p
     tiling_arch35.dst_type_max_value(dst_type_max)
+    if quant_mode == "perchannel":
+        checks.check_tiling_inputs_950_perchannel(xd, sd, p.int4)
+        batch, m_len = int(np.prod(x.shape[:-2], dtype=np.int64)), int(x.shape[-2])
+        computed = tiling_arch35.tiling_perchannel(batch, m_len, p.L, has_smooth=smooth is not None,
+                                                   y_kind=p.y_kind, asymmetric=p.asym, dst_type_max=dst_type_max,
+                                                   soc=soc, core_num=core_num, ub_size=ub_size)
+        p.result = computed if tiling is None else tiling
+        if dry:
+            return p
+        if validate or tiling is not None:
+            tiling_arch35.validate_perchannel(p.result, batch, m_len, p.L)
+        check_memory(p.rows * (p.L + 8), "the DynamicQuant outputs")
+        return p
     group_num = checks.check_tiling_inputs_950(xd, sd, gd, p.int4)
     if group_num >= 1:
         checks.check_group_values(group, p.rows)
@@ -174,6 +184,8 @@ def _prepare_950(x, smooth, group, xd, sd, gd, y_desc, *, symmetrical, quant_mod
     if dry:
         return p
     if validate or tiling is not None:
+        if p.result.tiling_key in tiling_arch35.PER_CHANNEL:
+            raise _bad(f"tiling template {p.result.tiling_key} is a perchannel template; quant_mode is {quant_mode}")
         tiling_arch35.validate(p.result, p.rows, p.L)
         if tiling is not None and ((tiling.tiling_key in tiling_arch35.MOE) != (group_num >= 1)
                                    or (tiling.tiling_key in tiling_arch35.PER_TENSOR) != (quant_mode == "pertensor")):
@@ -186,7 +198,8 @@ def _prepare_950(x, smooth, group, xd, sd, gd, y_desc, *, symmetrical, quant_mod
 def _execute(p):
     """-> (y bytes [rows, L or L/2] uint8, scale [rows] (pertensor: [1]), offset or None)."""
     if getattr(p, "arch35", False):
-        ns = 1 if p.quant_mode == "pertensor" else p.rows
+        ns = 1 if p.quant_mode == "pertensor" else (
+            int(np.prod(p.shape[:-2], dtype=np.int64)) * p.L if p.quant_mode == "perchannel" else p.rows)
         if p.empty:
             return (np.zeros((p.rows, p.L // 2 if p.int4 else p.L), np.uint8), np.zeros(ns, np.float32),
                     np.zeros(ns, np.float32) if p.asym else None)
@@ -325,7 +338,9 @@ def _torch_npu(input, smooth_scales, group_index, dst_type, quant_mode, dst_type
     gr = None if group_index is None else as_array(group_index, "group_index", origin=origin)
     p = _torch_prepare(x, sm, gr, dst_type, quant_mode, dst_type_max, symmetrical, soc, core_num, ub_size,
                        div_model, faithful, tiling, validate)
-    lead = (1,) if getattr(p, "quant_mode", "pertoken") == "pertensor" else tuple(x.shape[:-1])
+    qm = getattr(p, "quant_mode", "pertoken")
+    lead = (1,) if qm == "pertensor" else (tuple(x.shape[:-2]) + (x.shape[-1],) if qm == "perchannel"
+                                           else tuple(x.shape[:-1]))
     yb, scale, offset = _execute(p)
     y = to_user(_y_user(yb, p), origin)
     s = to_user(scale.reshape(lead), origin)

@@ -175,3 +175,18 @@ def check_tiling_inputs_950(x, smooth, group, int4):
         if (gs[-1] if gs else 0) <= 0:
             raise _tiling("The value of group_index must be within the range [1, 1024] (group_index is empty)")
     return check_tiling_inputs(x, smooth, group, int4)
+
+
+def check_tiling_inputs_950_perchannel(x, smooth, int4):
+    """CheckOpInputShape for perchannel (Ascend 950): int4 needs an even last dim; smooth_scales 1-D of x's
+    second-to-last dim (group_index is refused by aclnn before)."""
+    xs = tuple(x[1])
+    if int4 and xs[-1] % 2:
+        raise _tiling("When the yDtype is DT_INT4, the tail axis of x must be an even number")
+    if smooth is not None:
+        ss = tuple(smooth[1])
+        if len(ss) != 1:
+            raise _tiling("The shape dim of smooth_scales must be 1")
+        if ss[-1] != xs[-2]:
+            raise _tiling(f"[-2] dim of x ({xs[-2]}) must be equal to [-1] dim of smooth_scales ({ss[-1]}) when "
+                          f"quant_mode is perchannel")

@@ -116,17 +116,25 @@ def _nanmin_first(a, axis):
 
 
 def dynamic_quant_950(x, smooth=None, group=None, *, y_kind="int8", asymmetric=False, quant_mode="pertoken",
-                      dst_type_max=0.0, div_model="ieee"):
+                      dst_type_max=0.0, div_model="ieee", m_len=None):
     """x: float32 [rows, n] (widened); smooth: float32 [n] or [groups, n]. Returns (y, scale, offset): y int8 codes
     (int4: codes in [-8, 7], pack with pack_int4) or uint8 FP8 / HiF8 codes, scale / offset float32 [rows] ([1] for
-    pertensor; offset None when symmetric). FP8 through ml_dtypes (RNE) after the saturation clamp; HiF8 through
+    pertensor; [batch * n] for perchannel, where x is [batch * m_len, n] and smooth [m_len] scales rows; offset None
+    when symmetric). FP8 through ml_dtypes (RNE) after the saturation clamp; HiF8 through
     npu_emu.dtypes.golden.encode_round (the codecs' own plain-numpy reference) after the same clamp."""
     import ml_dtypes
 
     x = np.asarray(x, np.float32)
     rows = x.shape[0]
     with np.errstate(all="ignore"):
-        v = x if smooth is None else (x * smooth_rows(rows, np.asarray(smooth, np.float32), group)).astype(F32)
+        if quant_mode == "perchannel":
+            n = x.shape[1]
+            v3 = x.reshape(-1, m_len, n)
+            if smooth is not None:
+                v3 = (v3 * np.asarray(smooth, np.float32)[None, :, None]).astype(F32)
+            v = v3.reshape(rows, n)
+        else:
+            v = x if smooth is None else (x * smooth_rows(rows, np.asarray(smooth, np.float32), group)).astype(F32)
         if y_kind == "hifloat8":
             d = F32(dst_type_max)
             d = F32(32768.0) if abs(float(d)) < 1e-6 else d
@@ -135,7 +143,10 @@ def dynamic_quant_950(x, smooth=None, group=None, *, y_kind="int8", asymmetric=F
             c, r = (F32(t) for t in _C_R_950[y_kind])
         k = F32(F32(1) / c)
         k2 = F32(F32(1) / r)
-        vv = v.reshape(1, -1) if quant_mode == "pertensor" else v
+        if quant_mode == "perchannel":       # reduce over the rows of each batch, per column
+            vv = v.reshape(-1, m_len, v.shape[1]).transpose(0, 2, 1).reshape(-1, m_len)
+        else:
+            vv = v.reshape(1, -1) if quant_mode == "pertensor" else v
         if asymmetric:
             mx = _nanmax_first(vv, 1)
             mn = _nanmin_first(vv, 1)
@@ -146,13 +157,21 @@ def dynamic_quant_950(x, smooth=None, group=None, *, y_kind="int8", asymmetric=F
         else:
             scale = (_nanmax_first(np.abs(vv), 1) * k).astype(F32)
             offset = None
-        sb = scale[0] if quant_mode == "pertensor" else scale[:, None]
+        def bcast(a):
+            if quant_mode == "pertensor":
+                return a[0]
+            if quant_mode == "perchannel":
+                n = v.shape[1]
+                return np.repeat(a.reshape(-1, 1, n), m_len, axis=1).reshape(rows, n)
+            return a[:, None]
+
+        sb = bcast(scale)
         if div_model == "reciprocal":
             t = (v * (F32(1) / sb)).astype(F32)
         else:
             t = (v / sb).astype(F32)
         if asymmetric:
-            t = (t + (offset[0] if quant_mode == "pertensor" else offset[:, None])).astype(F32)
+            t = (t + bcast(offset)).astype(F32)
         if y_kind in ("int8", "int4"):
             lo, hi = (-8, 7) if y_kind == "int4" else (-128, 127)
             return _codes(t, lo, hi), scale, offset

@@ -164,17 +164,7 @@ def _quant(buf, n, s, o, y, yoff, ti, tu, div_model):
         if ASYM:
             v = np.float32(v + o)
         buf[i] = v
-    if YDT == DT_INT8 or YDT == DT_INT4:
-        rq._chain_fused(buf, n, y, yoff, YDT, ti)
-    else:
-        yo = y[yoff:yoff + n]
-        for i in range(n):
-            if YDT == DT_HIFLOAT8:
-                yo[i] = encode_hif8(buf[i], CAST_ROUND, True, False)
-            elif YDT == DT_FLOAT8_E4M3FN:
-                yo[i] = encode_e4m3fn(buf[i], True, False)
-            else:
-                yo[i] = encode_e5m2(buf[i], True, False)
+    _store(buf, n, y, yoff, ti)
 
 
 @njit(**_FN)
@@ -314,13 +304,177 @@ def _core(b, x, smooth, group, y, scale, offset, wsx, wsn, td, tpl, div_model, p
         wsn[b] = amn
 
 
+@njit(**_FN)
+def _pc_block(td, tpl, i):
+    """tiling_arch35.pc_block: (first batch, batches, first row, rows, first column, columns) of block i."""
+    if tpl == 7:
+        nb = i // td.batchBlockNum
+        bb = i - nb * td.batchBlockNum
+        nbs = td.nTailBlockSize if nb + 1 == td.nBlockNum else td.nBlockSize
+        bbs = td.batchTailBlockSize if bb + 1 == td.batchBlockNum else td.batchBlockSize
+        return bb * td.batchBlockSize, bbs, 0, td.mLen, nb * td.nBlockSize, nbs
+    if tpl == 8:
+        nbs = td.nTailBlockSize if i % td.nBlockNum + 1 == td.nBlockNum else td.nBlockSize
+        return i // td.nBlockNum, 1, 0, td.mLen, (i % td.nBlockNum) * td.nBlockSize, nbs
+    b = i // td.nBlockNum // td.mBlockNum
+    nb = (i - b * td.nBlockNum * td.mBlockNum) // td.mBlockNum
+    mb = i - b * td.nBlockNum * td.mBlockNum - nb * td.mBlockNum
+    nbs = td.nTailBlockSize if nb + 1 == td.nBlockNum else td.nBlockSize
+    mbs = td.mTailBlockSize if mb + 1 == td.mBlockNum else td.mBlockSize
+    return b, 1, mb * td.mBlockSize, mbs, nb * td.nBlockSize, nbs
+
+
+@njit(**_FN)
+def _pc_load(buf, x, off, n, s_row):
+    """One row segment of a column block: v = f32(x) * f32(smooth[m]) (the smooth value broadcast, DIST_BRC_B16)."""
+    if FAITHFUL:
+        rq.load_row_f32_faithful(buf, x, off, n, XDT, buf, False)
+    else:
+        rq.load_row_f32(buf, x, off, n, XDT, buf, False)
+    if SMOOTH:
+        if FAITHFUL:
+            Muls(buf, buf, s_row, n)
+        else:
+            for i in range(n):
+                buf[i] = buf[i] * s_row
+
+
+@njit(**_FN)
+def _pc_fold(x, b, m0, mn, n0, nn, M, N, buf, tmp, smf, cmx, cmn):
+    """Column max |v| (symmetric) or max / min v (asymmetric) over rows [m0, m0 + mn) of batch b, folded into
+    cmx / cmn [nn] (the vector Max / Min per column)."""
+    for m in range(m0, m0 + mn):
+        _pc_load(buf, x, (b * M + m) * N + n0, nn, smf[m])
+        if ASYM:
+            for j in range(nn):
+                cmx[j] = _fmax(cmx[j], buf[j])
+                cmn[j] = _fmin(cmn[j], buf[j])
+        else:
+            if FAITHFUL:
+                Abs(tmp, buf, nn)
+                for j in range(nn):
+                    cmx[j] = _fmax(tmp[j], cmx[j])
+            else:
+                for j in range(nn):
+                    cmx[j] = _fmax(abs(buf[j]), cmx[j])
+
+
+@njit(**_FN)
+def _pc_scale(cmx, cmn, nn, c, k, k2, sc, of, div_model):
+    """Per column: scale = colmax * fp32(1/C) (Mul by the duplicated factor); asymmetric (max - min) * fp32(1/R)
+    and offset = C - Div(max, scale) (Sub)."""
+    for j in range(nn):
+        if ASYM:
+            s = np.float32(np.float32(cmx[j] - cmn[j]) * k2)
+            sc[j] = s
+            of[j] = np.float32(c - div_f32(cmx[j], s, div_model))
+        else:
+            sc[j] = np.float32(cmx[j] * k)
+
+
+@njit(**_FN)
+def _pc_quant(x, y, b, m0, mn, n0, nn, M, N, buf, ti, tu, smf, sc, of, div_model):
+    for m in range(m0, m0 + mn):
+        off = (b * M + m) * N + n0
+        _pc_load(buf, x, off, nn, smf[m])
+        if FAITHFUL:
+            Div(buf, buf, sc, nn, DT_FLOAT, div_model)
+            if ASYM:
+                for j in range(nn):          # Add(vregDiv, vregOffset): one float32 addition per element
+                    buf[j] = np.float32(buf[j] + of[j])
+            if YDT == DT_INT8 or YDT == DT_INT4:
+                rq._chain_faithful(buf, nn, y, off, DT_INT16, YDT, ti, tu)
+            elif YDT == DT_HIFLOAT8:
+                Cast(y[off:off + nn], buf, CAST_ROUND, nn, DT_HIFLOAT8, DT_FLOAT, CAST_FLAG_SAT)
+            else:
+                Cast(y[off:off + nn], buf, CAST_RINT, nn, YDT, DT_FLOAT, CAST_FLAG_SAT)
+            continue
+        for j in range(nn):
+            v = div_f32(buf[j], sc[j], div_model)
+            if ASYM:
+                v = np.float32(v + of[j])
+            buf[j] = v
+        _store(buf, nn, y, off, ti)
+
+
+@njit(**_FN)
+def _store(buf, n, y, yoff, ti):
+    if YDT == DT_INT8 or YDT == DT_INT4:
+        rq._chain_fused(buf, n, y, yoff, YDT, ti)
+    else:
+        yo = y[yoff:yoff + n]
+        for i in range(n):
+            if YDT == DT_HIFLOAT8:
+                yo[i] = encode_hif8(buf[i], CAST_ROUND, True, False)
+            elif YDT == DT_FLOAT8_E4M3FN:
+                yo[i] = encode_e4m3fn(buf[i], True, False)
+            else:
+                yo[i] = encode_e5m2(buf[i], True, False)
+
+
+@njit(**_FN)
+def _core_pc(c_idx, x, smooth, y, scale, offset, wsx, wsn, td, tpl, div_model, phase):
+    """Perchannel templates 7 / 8 / 9: core c_idx walks blocks [start, start + n) (head cores blockPerHead)."""
+    M = td.mLen
+    N = td.nLen
+    c, k, k2 = _consts(td.dstTypeMax)
+    nblk = td.blockPerHead if c_idx < td.headCoreNum else td.blockPerTail
+    start = (c_idx * td.blockPerHead if c_idx < td.headCoreNum
+             else td.headCoreNum * td.blockPerHead + (c_idx - td.headCoreNum) * td.blockPerTail)
+    w = td.nBlockSize
+    buf = np.empty(w + 16, np.float32)
+    tmp = np.empty(w + 16, np.float32)
+    ti = np.empty(w + 16, np.int32)
+    tu = np.empty(w + 16, np.uint16)
+    cmx = np.empty(w, np.float32)
+    cmn = np.empty(w, np.float32)
+    sc = np.empty(w, np.float32)
+    of = np.zeros(w, np.float32)
+    smf = np.zeros(M + 16, np.float32)
+    if SMOOTH:
+        rq.load_row_f32(smf, smooth, 0, M, XDT, smf, False)
+    for i in range(start, start + nblk):
+        b0, bn, m0, mn, n0, nn = _pc_block(td, tpl, i)
+        for b in range(b0, b0 + bn):
+            if tpl == 9 and phase == 2:
+                # the column maxima of every row block of this batch, atomically maxed into the workspace
+                for j in range(nn):
+                    cmx[j] = NEG_INF
+                    cmn[j] = POS_INF
+                for mb in range(td.mBlockNum):
+                    base = (b * td.mBlockNum + mb) * N + n0
+                    for j in range(nn):
+                        cmx[j] = _fmax(cmx[j], wsx[base + j])
+                        cmn[j] = _fmin(cmn[j], wsn[base + j])
+            else:
+                for j in range(nn):
+                    cmx[j] = NEG_INF
+                    cmn[j] = POS_INF
+                _pc_fold(x, b, m0, mn, n0, nn, M, N, buf, tmp, smf, cmx, cmn)
+                if tpl == 9:           # phase 1: this block's partial column maxima (SetAtomicMax into workspace)
+                    base = (b * td.mBlockNum + i % td.mBlockNum) * N + n0
+                    for j in range(nn):
+                        wsx[base + j] = cmx[j]
+                        wsn[base + j] = cmn[j]
+                    continue
+            _pc_scale(cmx, cmn, nn, c, k, k2, sc, of, div_model)
+            for j in range(nn):
+                scale[b * N + n0 + j] = sc[j]
+                if ASYM:
+                    offset[b * N + n0 + j] = of[j]
+            _pc_quant(x, y, b, m0, mn, n0, nn, M, N, buf, ti, tu, smf, sc, of, div_model)
+
+
 @njit(parallel=True, cache=True, error_model="numpy")
 def dynamic_quant_arch35_kernel(x, smooth, group, y, scale, offset, wsx, wsn, td, tpl, div_model, phase):
     """Every core b < coreNum runs its template's walk for ``phase`` (0: per-token, 1 / 2: the two passes around
     SyncAll). x, smooth: uint16 bits; group: int64; y: uint8 (codes, or packed int4); scale / offset: float32;
     wsx / wsn: the float32 workspace [coreNum] (max / min partials)."""
     for b in prange(td.coreNum):
-        _core(np.int64(b), x, smooth, group, y, scale, offset, wsx, wsn, td, tpl, div_model, phase)
+        if tpl == 7 or tpl == 8 or tpl == 9:
+            _core_pc(np.int64(b), x, smooth, y, scale, offset, wsx, wsn, td, tpl, div_model, phase)
+        else:
+            _core(np.int64(b), x, smooth, group, y, scale, offset, wsx, wsn, td, tpl, div_model, phase)
 
 
 _ = (DT_INT8, DT_FLOAT8_E5M2)

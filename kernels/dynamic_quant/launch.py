@@ -75,7 +75,8 @@ def run_arch35(x_bits, x_dtype, smooth_bits, group, result, *, y_dt, asymmetric=
     L = td.rowLen
     ycols = L // 2 if y_dt == DT_INT4 else L
     y = np.empty((rows, ycols), np.uint8)
-    ns = 1 if tpl in t35.PER_TENSOR else rows
+    per_channel = tpl in t35.PER_CHANNEL
+    ns = 1 if tpl in t35.PER_TENSOR else (td.totalBatchLen * L if per_channel else rows)
     scale = np.empty(ns, np.float32)
     offset = np.empty(ns, np.float32) if asymmetric else None
     if rows == 0 or L == 0:
@@ -87,11 +88,14 @@ def run_arch35(x_bits, x_dtype, smooth_bits, group, result, *, y_dt, asymmetric=
     gr = (np.ascontiguousarray(group, np.int64).reshape(-1) if group is not None and len(group)
           else np.zeros(1, np.int64))
     off = offset if asymmetric else np.zeros(1, np.float32)
-    wsx = np.empty(td.coreNum, np.float32)      # the user workspace: one max (and one min) per core
-    wsn = np.empty(td.coreNum, np.float32)
+    # the user workspace: one max (and one min) per core; split-m: per (batch, row block, column), the partials its
+    # blocks SetAtomicMax into the [batch, column] workspace (folded in phase 2: max is order-free)
+    nws = td.totalBatchLen * td.mBlockNum * L if tpl == t35.TPL_PER_CHANNEL_SPLIT_M else td.coreNum
+    wsx = np.empty(nws, np.float32)
+    wsn = np.empty(nws, np.float32)
     tdn = td.to_numba()
     dm = np.int64(div_model_code(div_model))
-    phases = (1, 2) if tpl in t35.PER_TENSOR or tpl == t35.TPL_PERTEN_LARGE_MULTICORE else (0,)
+    phases = (1, 2) if tpl in t35.PER_TENSOR + (t35.TPL_PERTEN_LARGE_MULTICORE, t35.TPL_PER_CHANNEL_SPLIT_M) else (0,)
     with serial_below(x_bits.nbytes + y.nbytes):
         for ph in phases:
             dev.dynamic_quant_arch35_kernel(x_bits.reshape(-1), sm, gr, y.reshape(-1), scale, off, wsx, wsn, tdn,

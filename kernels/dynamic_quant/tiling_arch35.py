@@ -16,7 +16,10 @@ buffering does not change the order of results). Template ids (``TPL_*``):
   the row needs >= 4x the UB);
 * pertensor: 4 full load, 5 large shape, 10 / 11 MoE full load / large shape.
 
-Perchannel (templates 7, 8, 9) is not emulated (561000 from the api).
+* perchannel (x viewed as [batch, M, N], one scale per (batch, column)): 7 full load (blocks of batchBlockSize
+  batches x nBlockSize columns, all M rows in UB), 8 recompute (a (batch, column block) per block, M walked twice in
+  blocks of mBlockSize), 9 split-m (blocks (batch, column block, row block); column maxima through the workspace with
+  SetAtomicMax and SyncAll). ``tiling_perchannel`` (CalculateTilingDataForPerChannel).
 """
 
 from dataclasses import dataclass
@@ -42,8 +45,10 @@ TPL_PER_TENSOR_FULL_LOAD, TPL_PER_TENSOR_LARGE_SHAPE, TPL_EMPTY_TENSOR = 4, 5, 6
 TPL_PER_CHANNEL_FULL_LOAD, TPL_PER_CHANNEL_RECOMPUTE, TPL_PER_CHANNEL_SPLIT_M = 7, 8, 9
 TPL_MOE_PER_TENSOR_FULL_LOAD, TPL_MOE_PER_TENSOR_LARGE_SHAPE, TPL_PERTEN_LARGE_MULTICORE = 10, 11, 12
 TEMPLATES = {0: "common full load", 1: "common large shape", 2: "MoE full load", 3: "MoE large shape",
-             4: "pertensor full load", 5: "pertensor large shape", 10: "MoE pertensor full load",
+             4: "pertensor full load", 5: "pertensor large shape", 7: "perchannel full load",
+             8: "perchannel recompute", 9: "perchannel split-m", 10: "MoE pertensor full load",
              11: "MoE pertensor large shape", 12: "pertoken large multicore"}
+PER_CHANNEL = (7, 8, 9)
 PER_TENSOR = (4, 5, 10, 11)
 LARGE = (1, 3, 5, 11)            # a row walked in chunks of innerLoopEle
 MOE = (2, 3, 10, 11)
@@ -270,3 +275,179 @@ def validate(result, rows, row_len):
             problems.append(f"the cores cover {nxt} rows of {rows}")
     if problems:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, "invalid DynamicQuant arch35 tiling: " + "; ".join(problems))
+
+
+# ---- perchannel (CalculateTilingDataForPerChannel, IsCapableForFullLoad / Recompute / SplitM) ----------------------
+
+PER_CHANNEL_RESERVED_FACTOR = 8
+PER_CHANNEL_N_BASE_SIZE = 64
+N_MAX_LOOP_NUM = 16
+U64 = (1 << 64) - 1
+
+
+def _u64(v):
+    """The C++ expressions mix int64 with size_t (sizeof): unsigned 64-bit wrap-around."""
+    return v & U64
+
+
+def _i64(v):
+    v &= U64
+    return v - (1 << 64) if v >> 63 else v
+
+
+def _udiv(a, b):
+    return _u64(a) // _u64(b)
+
+
+def _ceil_div(a, b):
+    return (a + b - 1) // b
+
+
+def tiling_perchannel(batch, m_len, n_len, *, has_smooth=False, y_kind="int8", asymmetric=False, dst_type_max=0.0,
+                      soc="ascend950pr", core_num=None, ub_size=None):
+    """The perchannel tiling for x viewed as [batch, m_len, n_len] -> TilingResult (tiling_key 7, 8 or 9)."""
+    import numpy as np
+
+    plat = platform(soc, core_num, ub_size)
+    vec = int(plat.GetCoreNumAiv())
+    ub = int(plat.GetCoreMemSize("UB"))
+    if vec <= 0 or ub <= 0:
+        raise _tiling_error(f"vectorCoreNum {vec} and ubSize {ub} must be positive")
+    dtm = dst_type_max_value(dst_type_max)
+    if n_len <= 0 or m_len <= 0:
+        raise _tiling_error(f"nLen {n_len} and mLen {m_len} must be greater than 0")
+    notes = tuple(f"{f}: {why}" for f, why in plat.placeholders if f in ("core_num", "ub_size"))
+    total_batch = int(batch)
+    max_use = ub - RESERVED_LENGTH * PER_CHANNEL_RESERVED_FACTOR
+    tpl = TPL_PER_CHANNEL_SPLIT_M
+    batch_block, batch_block_num, batch_tail = total_batch, 1, 1
+    n_base_loop = 1
+    m_block, m_block_num = 0, 1
+    # IsCapableForFullLoad
+    capable = False
+    for i in range(1, N_MAX_LOOP_NUM + 1):
+        tn = i * PER_CHANNEL_N_BASE_SIZE
+        tm = _i64(_udiv(_u64(max_use - 2 * 2 * 4 * tn - 2 * 2 * m_len), 2 * 3 * tn))
+        if tm < m_len:
+            break
+        capable = True
+        n_base_loop = i
+        tb = _i64(_udiv(_u64(max_use - 2 * 2 * m_len), _u64(tn * (m_len * 2 * 3 + 2 * 2 * 4))))
+        batch_block = tb if tb > 0 else 1
+        batch_block_num = _ceil_div(total_batch, batch_block)
+        batch_tail = total_batch - (batch_block_num - 1) * batch_block
+        if tn >= n_len:
+            break
+    if capable:
+        tpl = TPL_PER_CHANNEL_FULL_LOAD
+    n_block = PER_CHANNEL_N_BASE_SIZE * n_base_loop
+    n_block_num = _ceil_div(n_len, n_block)
+    total_block = batch_block_num * n_block_num
+
+    def m_block_size(nb):
+        return _i64(_udiv(_u64(max_use - 4 * 2 * 4 * nb), _u64(nb * 2 * 3 + 2 * 2)))
+
+    # IsCapableForRecompute
+    if tpl != TPL_PER_CHANNEL_FULL_LOAD and n_block_num * total_batch >= vec:
+        nbn = _ceil_div(n_len, n_block)
+        ratio = np.float32((n_len - (nbn - 1) * n_block) * 1.0 / n_block)
+        for i in range(2, N_MAX_LOOP_NUM + 1):
+            size = PER_CHANNEL_N_BASE_SIZE * i
+            nbn = _ceil_div(n_len, size)
+            if nbn * total_batch < vec:
+                break
+            new_ratio = np.float32((n_len - (nbn - 1) * size) * 1.0 / size)
+            if new_ratio >= ratio:
+                n_block, n_block_num, n_base_loop, ratio = size, nbn, i, new_ratio
+        m_block = m_block_size(n_block)
+        if m_block > 0:
+            m_block_num = _ceil_div(m_len, m_block)
+            total_block = total_batch * n_block_num
+            tpl = TPL_PER_CHANNEL_RECOMPUTE
+        else:
+            raise _tiling_error(f"The value of mBlockSize must be greater than 0, got {m_block}")
+    # IsCapableForSplitM
+    if tpl == TPL_PER_CHANNEL_SPLIT_M:
+        m_block = m_block_size(n_block)
+        if m_block <= 0:
+            raise _tiling_error(f"The value of mBlockSize must be greater than 0, got {m_block}")
+        m_block_num = _ceil_div(m_len, m_block)
+        batch_block, batch_block_num, batch_tail = 1, total_batch, 1
+        total_block = batch_block_num * m_block_num * n_block_num
+    head = total_block % vec
+    head = head if head > 0 else vec
+    per_head = _ceil_div(total_block, vec)
+    z = dict(_ZERO)
+    z.update(totalBatchLen=total_batch, mLen=m_len, mBlockSize=m_block, mTailBlockSize=m_len - m_block * (m_block_num - 1),
+             mBlockNum=m_block_num, nLen=n_len, nBlockSize=n_block, nTailBlockSize=n_len - n_block * (n_block_num - 1),
+             nBlockNum=n_block_num, nBaseSize=PER_CHANNEL_N_BASE_SIZE, nBaseLoopNum=n_base_loop, blockPerHead=per_head,
+             blockPerTail=per_head - 1, totalBlockNum=total_block, batchBlockSize=batch_block,
+             batchTailBlockSize=batch_tail, batchBlockNum=batch_block_num)
+    # rowLen .. innerLoopTail: CalculateCoreNum does not run for perchannel (members left at ResetLargeTilingParams'
+    # values); npu-emu stores rowLen = nLen
+    td = DynamicQuantTilingDataArch35(
+        coreNum=max(vec, 1), rowLen=n_len, headCoreNum=head, rowPerHeadCore=0, rowPerTailCore=0,
+        multiRowNumHeadCore=0, multiRowNumTailCore=0, innerLoopEle=0, innerLoopTimes=0, innerLoopTail=0, groupNum=0,
+        hasSmooth=1 if has_smooth else 0, dstTypeMax=dtm, **z)
+    ws = SYS_WORKSPACE_SIZE + (total_batch * n_len if tpl == TPL_PER_CHANNEL_SPLIT_M else td.coreNum) * 4 * (
+        2 if asymmetric else 1)
+    notes = notes + (f"template {tpl} ({TEMPLATES[tpl]}), useDb=1",)
+    return TilingResult(td, td.coreNum, tpl, ws, ub, vec, plat.name, notes)
+
+
+def pc_block(td, tpl, i):
+    """Perchannel block ``i`` -> (first batch, batches, first row, rows, first column, columns) as the kernels
+    index it (full load: n-major over batch blocks; recompute: batch-major; split-m: (batch, n block, m block))."""
+    if tpl == TPL_PER_CHANNEL_FULL_LOAD:
+        nb = i // td.batchBlockNum
+        bb = i - nb * td.batchBlockNum
+        nbs = td.nTailBlockSize if nb + 1 == td.nBlockNum else td.nBlockSize
+        bbs = td.batchTailBlockSize if bb + 1 == td.batchBlockNum else td.batchBlockSize
+        return bb * td.batchBlockSize, bbs, 0, td.mLen, nb * td.nBlockSize, nbs
+    if tpl == TPL_PER_CHANNEL_RECOMPUTE:
+        b = i // td.nBlockNum
+        nb = i % td.nBlockNum
+        nbs = td.nTailBlockSize if nb + 1 == td.nBlockNum else td.nBlockSize
+        return b, 1, 0, td.mLen, nb * td.nBlockSize, nbs
+    b = i // td.nBlockNum // td.mBlockNum
+    nb = (i - b * td.nBlockNum * td.mBlockNum) // td.mBlockNum
+    mb = i - b * td.nBlockNum * td.mBlockNum - nb * td.mBlockNum
+    nbs = td.nTailBlockSize if nb + 1 == td.nBlockNum else td.nBlockSize
+    mbs = td.mTailBlockSize if mb + 1 == td.mBlockNum else td.mBlockSize
+    return b, 1, mb * td.mBlockSize, mbs, nb * td.nBlockSize, nbs
+
+
+def validate_perchannel(result, batch, m_len, n_len):
+    """Every (batch, row, column) covered once by the blocks of the cores -> AclnnError otherwise."""
+    import numpy as np
+    from npu_emu.errors import ACLNN_ERR_PARAM_INVALID
+
+    td, tpl = result.tiling, result.tiling_key
+    problems = []
+    if tpl not in PER_CHANNEL:
+        problems.append(f"template {tpl} is not a perchannel template {PER_CHANNEL}")
+    elif td.nLen != n_len or td.mLen != m_len or td.totalBatchLen != batch:
+        problems.append(f"(totalBatchLen, mLen, nLen) = ({td.totalBatchLen}, {td.mLen}, {td.nLen}) != x's "
+                        f"({batch}, {m_len}, {n_len})")
+    elif td.coreNum < 1 or result.block_dim != td.coreNum or min(td.nBlockSize, td.nBlockNum) < 1:
+        problems.append("coreNum, nBlockSize and nBlockNum must be >= 1 and coreNum the block dim")
+    elif tpl != TPL_PER_CHANNEL_FULL_LOAD and min(td.mBlockSize, td.mBlockNum) < 1:
+        problems.append("mBlockSize and mBlockNum must be >= 1")
+    elif batch * m_len * n_len > (1 << 24):
+        pass                       # coverage not re-checked on huge inputs (the computed tilings cover by design)
+    else:
+        cover = np.zeros((batch, m_len, n_len), np.int32)
+        nxt = 0
+        for c in range(td.coreNum):
+            n = td.blockPerHead if c < td.headCoreNum else td.blockPerTail
+            for i in range(nxt, nxt + n):
+                b0, bn, m0, mn, n0, nn = pc_block(td, tpl, i)
+                if b0 + bn > batch or m0 + mn > m_len or n0 + nn > n_len or min(bn, mn, nn) < 1:
+                    problems.append(f"block {i} reaches past x")
+                    break
+                cover[b0:b0 + bn, m0:m0 + mn, n0:n0 + nn] += 1
+            nxt += n
+        if not problems and not (cover == 1).all():
+            problems.append("the blocks do not cover every element of x exactly once")
+    if problems:
+        raise AclnnError(ACLNN_ERR_PARAM_INVALID, "invalid DynamicQuant perchannel tiling: " + "; ".join(problems))

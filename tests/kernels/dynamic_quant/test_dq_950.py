@@ -199,7 +199,7 @@ def test_aclnn_v3_v4():
 
 @pytest.mark.parametrize("case, status", [
     (dict(soc="ascend910b2"), 561000),                             # V3 / V4 exist on the 950 only
-    (dict(quantMode="perchannel", s=np.zeros(64, np.float32)), 561000),   # perchannel: not emulated
+    (dict(quantMode="perchannel", s=np.zeros(1, np.float32)), 161002),    # perchannel scale: x[:-2] + x[-1]
     (dict(quantMode="pertoken"), 161002),                          # scale (1,) is not x's leading dims
     (dict(quantMode="perrow"), 161002),
     (dict(y=np.zeros((4, 64), np.float16)), 161002),               # y dtype outside the 950 list
@@ -257,3 +257,60 @@ def test_vendor_golden_distance():
                 vy = (xf / vs).astype(np.float32).astype(tgt)
             assert np.array_equal(np.asarray(y).view(np.uint8), vy.view(np.uint8)), (kind, asym)
             assert np.array_equal(s.view(np.uint32), vs[:, 0].view(np.uint32))
+
+
+# perchannel: (template, x shape, core_num, ub_size)
+PC_SHAPES = {7: ((2, 16, 200), None, None), 8: ((3, 40, 256), 4, 16384), 9: ((1, 300, 96), 4, 16384)}
+
+
+def _pc_check(template, kind, asym=False, smooth=False, dtype=BF16, seed=0, faithful=False):
+    shape, core, ub = PC_SHAPES[template]
+    shape = shape[:-1] + (shape[-1] + (-shape[-1] % 8 if kind == "int4" else 0),)
+    x = _data(int(np.prod(shape[:-1])), shape[-1], dtype, seed).reshape(shape)
+    sm = (np.random.default_rng(seed + 2).random(shape[-2]) + 0.5).astype(np.float32).astype(dtype) if smooth else None
+    res = T.tiling_perchannel(int(np.prod(shape[:-2])), shape[-2], shape[-1], has_smooth=smooth, y_kind=kind,
+                              asymmetric=asym, soc=SOC, core_num=core, ub_size=ub)
+    assert res.tiling_key == template
+    y, s, o = _run(x, sm, None, kind=kind, asym=asym, quant_mode="perchannel", core_num=core, ub_size=ub,
+                   faithful=faithful)
+    assert np.asarray(s).shape == shape[:-2] + shape[-1:]
+    xdt = "bfloat16" if dtype == BF16 else "float16"
+    gx = golden.widen(x.view(np.uint16), xdt).reshape(-1, shape[-1])
+    gs = None if sm is None else golden.widen(sm.view(np.uint16), xdt)
+    gy, gsc, go = golden.dynamic_quant_950(gx, gs, y_kind=kind, asymmetric=asym, quant_mode="perchannel",
+                                           m_len=shape[-2])
+    yb = np.asarray(y).reshape(gx.shape[0], -1).view(np.uint8)
+    assert np.array_equal(yb, golden.pack_int4(gy) if kind == "int4" else gy.view(np.uint8))
+    _same_f32(s, gsc)
+    if asym:
+        _same_f32(o, go)
+    return y, s, o
+
+
+@pytest.mark.parametrize("template", sorted(PC_SHAPES))
+@pytest.mark.parametrize("kind", KINDS)
+def test_perchannel_templates(template, kind):
+    _pc_check(template, kind)
+
+
+@pytest.mark.parametrize("template", sorted(PC_SHAPES))
+@pytest.mark.parametrize("kind", ["int8", "hifloat8"])
+def test_perchannel_asym_smooth(template, kind):
+    _pc_check(template, kind, asym=True, smooth=True, seed=4)
+
+
+@pytest.mark.parametrize("template", sorted(PC_SHAPES))
+def test_perchannel_faithful(template):
+    a = _pc_check(template, "int8", asym=True, smooth=True, seed=8)
+    b = _pc_check(template, "int8", asym=True, smooth=True, seed=8, faithful=True)
+    assert np.array_equal(np.asarray(a[0]).view(np.uint8), np.asarray(b[0]).view(np.uint8))
+
+
+def test_perchannel_tiling_unsigned_wrap():
+    """IsCapableForFullLoad mixes int64 with sizeof (size_t): for mLen above (UB - 8192 - 16 * 64) / 4 the
+    numerator wraps to a huge unsigned value and full load is chosen (reproduced; the device's UB would not hold
+    the rows)."""
+    big = T.tiling_perchannel(1, 100000, 64, soc=SOC, core_num=8)
+    assert big.tiling_key == 7
+    small = T.tiling_perchannel(1, 40000, 64, soc=SOC, core_num=8)
+    assert small.tiling_key in (8, 9)
