@@ -10,7 +10,7 @@ torch.int8 (code 1) -> int8 y of x's shape; torch.quint4x2 (code 16) -> int4 pac
 [..., n / 8] (n % 8 == 0). Version choice (select_version): dst_type_max != 0 -> V4, quant_mode != "pertoken" ->
 V4 (V3), else V2; V3 / V4 exist on Ascend 950 only (ACLNN_ERR_INNER on A2/A3).
 
-Switches: ``soc`` (default ascend910b2; the 950 regbase kernels are not emulated), ``div_model`` ("ieee" default,
+Switches: ``soc`` (default ascend910b2; ascend950pr / ascend950dt run the arch35 kernels, docs §9), ``div_model`` ("ieee" default,
 "reciprocal"; the vector Div's rounding, [HW-unverified]), ``faithful`` (the instruction-level transliteration,
 bit-identical to the default fused loops), ``tiling`` (a TilingResult to run instead of op_host's, validated),
 ``core_num`` / ``ub_size`` (platform overrides).
@@ -19,7 +19,7 @@ bit-identical to the default fused loops), ``tiling`` (a TilingResult to run ins
 import numpy as np
 
 from npu_emu.device import platforms
-from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_PARAM_INVALID, AclnnError
+from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import (
     Executor,
     Origin,
@@ -73,17 +73,6 @@ def _bits(a):
 
 class _Plan:
     pass
-
-
-def not_emulated_950(api, soc, *, quant_mode="perchannel", y="int8", dst_type_max=0.0, symmetrical=True):
-    """AclnnError 561000 naming what an Ascend 950 call asks for that is not emulated: quant_mode perchannel
-    (DynamicQuantV2's arch35 templates 7 / 8 / 9)."""
-    return AclnnError(ACLNN_ERR_INNER, (
-        f"{api} on soc {soc!r}: Ascend 950 runs every DynamicQuant version on DynamicQuantV2's arch35 (regbase) "
-        f"kernels; this call asks for quant_mode={quant_mode!r}, y {y}, dst_type_max={dst_type_max}, "
-        f"isSymmetrical={symmetrical}, and the perchannel templates (full load, recompute, split-m) are not "
-        f"emulated yet. Emulated on 950: quant_mode pertoken / pertensor, y int8 / int4 / int32 (packed int4) / "
-        f"hifloat8 / float8_e5m2 / float8_e4m3fn, dst_type_max, symmetric or not, smooth_scales, group_index"))
 
 
 def _prepare(x, smooth, group, y_desc, scale_desc, offset_desc, *, symmetrical, quant_mode, soc, core_num, ub_size,
@@ -460,8 +449,8 @@ def aclnnDynamicQuantV2(workspace, workspaceSize, executor, stream=None):
 def aclnnDynamicQuantV3GetWorkspaceSize(x, smoothScalesOptional, groupIndexOptional, dstType, isSymmetrical,
                                         quantMode, yOut, scaleOut, offsetOut, *, soc=DEFAULT_SOC, core_num=None,
                                         ub_size=None, div_model="ieee", faithful=False, tiling=None, validate=True):
-    """Ascend 950 only (ACLNN_ERR_INNER on A2/A3, as in the source): quantMode pertoken / pertensor (perchannel:
-    561000, not emulated), yOut int8 / int4 / int32 / FP8 / HiF8 (a uint8 yOut with dstType 34 / 35 / 36)."""
+    """Ascend 950 only (ACLNN_ERR_INNER on A2/A3, as in the source): quantMode pertoken / pertensor / perchannel,
+    yOut int8 / int4 / int32 / FP8 / HiF8 (a uint8 yOut with dstType 34 / 35 / 36)."""
     kw = _kw(soc, core_num, ub_size, div_model, faithful, tiling, validate)
 
     def build():
