@@ -26,7 +26,7 @@ every core folds the partials it needs, and core 0 (template 12: the token's fir
 launch runs ``phase`` 1 on every core, then ``phase`` 2 (the SyncAll); per-token templates run ``phase`` 0 once.
 
 Specialised through npu_emu.specialize: FAITHFUL (the instructions of npu_emu.ascendc in the kernel's order, or
-fused loops over the codecs), XDT, YDT, ASYM, SMOOTH.
+fused loops over the codecs), XDT, YDT, ASYM, SMOOTH, PC (the perchannel walk or the row walks).
 """
 
 import numpy as np
@@ -56,15 +56,16 @@ XDT = const("XDT", DT_BF16)
 YDT = const("YDT", DT_INT8)
 ASYM = const("ASYM", False)
 SMOOTH = const("SMOOTH", False)
+PC = const("PC", False)              # perchannel templates 7 / 8 / 9 (else the row templates): one walk compiled
 
 NEG_INF = np.float32(-np.inf)
 POS_INF = np.float32(np.inf)
 _FN = dict(cache=True, error_model="numpy")
 
 
-def device(faithful, xdt, ydt, asym, smooth):
+def device(faithful, xdt, ydt, asym, smooth, perchannel=False):
     return load(__name__.split("[")[0], FAITHFUL=bool(faithful), XDT=int(xdt), YDT=int(ydt), ASYM=bool(asym),
-                SMOOTH=bool(smooth))
+                SMOOTH=bool(smooth), PC=bool(perchannel))
 
 
 @njit(**_FN)
@@ -284,21 +285,15 @@ def _core(b, x, smooth, group, y, scale, offset, wsx, wsn, td, tpl, div_model, p
         elif per_tensor:
             _span_quant(x, y, r, L, 0, L, ele, buf, ti, tu, sm, s, o, div_model)
         else:
-            if not large:          # full load: the row stays in UB between the scale and the y pass
-                _load(buf, x, r * L, L, sm)
-                mx, mn = _partial(buf, L, tmp, k, False)
-            else:
-                mx, mn = _span_chunks(x, y, r, L, 0, L, ele, buf, tmp, sm, k, True, NEG_INF, POS_INF)
+            # (full load keeps the row in UB between the two passes; reading it again gives the same values)
+            mx, mn = _span_chunks(x, y, r, L, 0, L, ele, buf, tmp, sm, k, large, NEG_INF, POS_INF)
             if ASYM:
                 s, o = _scale_offset(mx, mn, c, k2, div_model)
                 offset[r] = o
             else:
                 s = mx
             scale[r] = s
-            if not large:
-                _quant(buf, L, s, o, y, r * L, ti, tu, div_model)
-            else:
-                _span_quant(x, y, r, L, 0, L, ele, buf, ti, tu, sm, s, o, div_model)
+            _span_quant(x, y, r, L, 0, L, ele, buf, ti, tu, sm, s, o, div_model)
     if per_tensor and phase == 1:
         wsx[b] = amx
         wsn[b] = amn
@@ -471,7 +466,7 @@ def dynamic_quant_arch35_kernel(x, smooth, group, y, scale, offset, wsx, wsn, td
     SyncAll). x, smooth: uint16 bits; group: int64; y: uint8 (codes, or packed int4); scale / offset: float32;
     wsx / wsn: the float32 workspace [coreNum] (max / min partials)."""
     for b in prange(td.coreNum):
-        if tpl == 7 or tpl == 8 or tpl == 9:
+        if PC:
             _core_pc(np.int64(b), x, smooth, y, scale, offset, wsx, wsn, td, tpl, div_model, phase)
         else:
             _core(np.int64(b), x, smooth, group, y, scale, offset, wsx, wsn, td, tpl, div_model, phase)

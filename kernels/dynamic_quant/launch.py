@@ -83,7 +83,7 @@ def run_arch35(x_bits, x_dtype, smooth_bits, group, result, *, y_dt, asymmetric=
         return y, scale, offset
     has_smooth = smooth_bits is not None
     xdt = DT_BF16 if x_dtype == "bfloat16" else DT_FLOAT16
-    dev = k35.device(faithful, xdt, y_dt, asymmetric, has_smooth)
+    dev = k35.device(faithful, xdt, y_dt, asymmetric, has_smooth, per_channel)
     sm = np.ascontiguousarray(smooth_bits, np.uint16).reshape(-1) if has_smooth else np.zeros(1, np.uint16)
     gr = (np.ascontiguousarray(group, np.int64).reshape(-1) if group is not None and len(group)
           else np.zeros(1, np.int64))
