@@ -314,3 +314,24 @@ def test_perchannel_tiling_unsigned_wrap():
     assert big.tiling_key == 7
     small = T.tiling_perchannel(1, 40000, 64, soc=SOC, core_num=8)
     assert small.tiling_key in (8, 9)
+
+
+def test_torch_tensors():
+    """torch in -> torch out: npu_dynamic_quant returns torch.float8_e4m3fn / uint8 (HiF8 codes) tensors, and
+    aclnnDynamicQuantV3 writes a torch.float8_e5m2 yOut."""
+    torch = pytest.importorskip("torch")
+    x = _data(4, 64)
+    xt = torch.from_numpy(x.view(np.uint16).astype(np.int16)).view(torch.bfloat16)
+    y, s = api.npu_dynamic_quant(xt, dst_type=24, soc=SOC)
+    gy, gs, _ = _golden(x, None, None, y_kind="float8_e4m3fn")
+    assert y.dtype == torch.float8_e4m3fn and np.array_equal(y.view(torch.uint8).numpy(), gy.reshape(4, 64))
+    y, s = api.npu_dynamic_quant(xt, dst_type=290, soc=SOC, quant_mode="pertensor")
+    gy, gs, _ = _golden(x, None, None, y_kind="hifloat8", quant_mode="pertensor")
+    assert y.dtype == torch.uint8 and np.array_equal(y.numpy(), gy.reshape(4, 64)) and tuple(s.shape) == (1,)
+    yo = torch.zeros((4, 64), dtype=torch.float8_e5m2)
+    so = torch.zeros(4, dtype=torch.float32)
+    st, ws, ex = api.aclnnDynamicQuantV3GetWorkspaceSize(xt, None, None, 35, True, "pertoken", yo, so, None, soc=SOC)
+    assert st == 0 and api.aclnnDynamicQuantV3(None, ws, ex) == 0
+    gy, gs, _ = _golden(x, None, None, y_kind="float8_e5m2")
+    assert np.array_equal(yo.view(torch.uint8).numpy(), gy.reshape(4, 64))
+    assert np.array_equal(so.numpy().view(np.uint32), gs.view(np.uint32))
