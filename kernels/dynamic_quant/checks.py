@@ -16,6 +16,8 @@ from npu_emu.errors import (
 
 X_DTYPES = ("float16", "bfloat16")
 Y_DTYPES = ("int4", "int8", "int32")
+# OUTPUT_DTYPE_SUPPORT_LIST_INT_WITH_FP_QUANT (IsRegbase: Ascend 950)
+Y_DTYPES_950 = Y_DTYPES + ("hifloat8", "float8_e5m2", "float8_e4m3fn")
 GROUP_DTYPES = ("int32", "int64")
 QUANT_MODES = ("pertensor", "pertoken", "perchannel")
 DIM_MAX = 9
@@ -37,8 +39,9 @@ def check_soc_for_v3(api, regbase):
                                           f"ACLNN_ERR_INNER on Atlas A2/A3); use aclnnDynamicQuantV2 or soc='ascend950...'")
 
 
-def check_params(x, smooth, group, y, scale, offset, *, symmetrical=True, quant_mode="pertoken"):
-    """CheckParams. Each argument is (dtype name, shape tuple) or None. Raises AclnnError."""
+def check_params(x, smooth, group, y, scale, offset, *, symmetrical=True, quant_mode="pertoken", regbase=False):
+    """CheckParams. Each argument is (dtype name, shape tuple) or None. Raises AclnnError. ``regbase``: Ascend 950
+    (the FP8 / HiF8 destinations are accepted; perchannel smooth_scales run over the second-to-last dim)."""
     # CheckNotNull
     for name, d in (("x", x), ("y", y), ("scale", scale)):
         if d is None:
@@ -62,8 +65,10 @@ def check_params(x, smooth, group, y, scale, offset, *, symmetrical=True, quant_
             raise _bad(f"the dtypes of x ({x[0]}) and smooth_scales ({smooth[0]}) must be equal")
         if group is not None and group[0] not in GROUP_DTYPES:
             raise _bad(f"group_index dtype {group[0]} is not supported; use one of {GROUP_DTYPES}")
-    if y[0] not in Y_DTYPES:
-        raise _bad(f"y dtype {y[0]} is not supported on Atlas A2/A3; use one of {Y_DTYPES} (int32 = packed int4)")
+    y_list = Y_DTYPES_950 if regbase else Y_DTYPES
+    if y[0] not in y_list:
+        raise _bad(f"y dtype {y[0]} is not supported on {'Ascend 950' if regbase else 'Atlas A2/A3'}; use one of "
+                   f"{y_list} (int32 = packed int4)")
     if scale[0] != "float32":
         raise _bad(f"scale dtype {scale[0]} must be float32")
     if offset is not None and offset[0] != "float32":
@@ -81,7 +86,11 @@ def check_params(x, smooth, group, y, scale, offset, *, symmetrical=True, quant_
         else:
             if len(smooth[1]) != 1:
                 raise _bad(f"the dimNum [{len(smooth[1])}] of smooth_scales should be equal to one")
-            if smooth[1][-1] != xs[-1]:
+            if quant_mode == "perchannel":
+                if smooth[1][-1] != xs[-2]:
+                    raise _bad(f"quantMode is perchannel: the second to last dim [{xs[-2]}] of x and the last dim "
+                               f"[{smooth[1][-1]}] of smooth_scales should be equal")
+            elif smooth[1][-1] != xs[-1]:
                 raise _bad(f"the last dim [{xs[-1]}] of x and the dim [{smooth[1][-1]}] of smooth_scales should be "
                            f"equal")
     ys = tuple(y[1])
@@ -101,7 +110,7 @@ def check_params(x, smooth, group, y, scale, offset, *, symmetrical=True, quant_
         if ss != (1,):
             raise _bad(f"quantMode is pertensor, so the shape of scale must be (1,), got {ss}")
     else:
-        if ss[:-1] != xs[:-2] or ss[-1:] != xs[-1:]:
+        if len(ss) < 1 or ss[:-1] != xs[:-2] or ss[-1:] != xs[-1:]:
             raise _bad(f"quantMode is perchannel: scale {ss} must be x's leading dims plus its last dim, x {xs}")
     if offset is not None and tuple(offset[1]) != ss:
         raise _bad(f"the shape of offset {tuple(offset[1])} must equal the shape of scale {ss}")
@@ -156,3 +165,28 @@ def check_group_values(group, rows):
     if int(g[-1]) < rows:
         raise _bad(f"group_index ends at row {int(g[-1])} but x has {rows} rows: the kernel would read smooth rows "
                    f"past smooth_scales for rows {int(g[-1])}..{rows - 1}; make group_index[-1] >= {rows}")
+
+
+def check_tiling_inputs_950(x, smooth, group, int4):
+    """DynamicQuantRegbaseTiling::CheckOpInputShape (Ascend 950): the A2 rules plus groupNum <= 0 rejected ->
+    group count (561002 on failure)."""
+    if smooth is not None and group is not None:
+        gs = tuple(group[1])
+        if (gs[-1] if gs else 0) <= 0:
+            raise _tiling("The value of group_index must be within the range [1, 1024] (group_index is empty)")
+    return check_tiling_inputs(x, smooth, group, int4)
+
+
+def check_tiling_inputs_950_perchannel(x, smooth, int4):
+    """CheckOpInputShape for perchannel (Ascend 950): int4 needs an even last dim; smooth_scales 1-D of x's
+    second-to-last dim (group_index is refused by aclnn before)."""
+    xs = tuple(x[1])
+    if int4 and xs[-1] % 2:
+        raise _tiling("When the yDtype is DT_INT4, the tail axis of x must be an even number")
+    if smooth is not None:
+        ss = tuple(smooth[1])
+        if len(ss) != 1:
+            raise _tiling("The shape dim of smooth_scales must be 1")
+        if ss[-1] != xs[-2]:
+            raise _tiling(f"[-2] dim of x ({xs[-2]}) must be equal to [-1] dim of smooth_scales ({ss[-1]}) when "
+                          f"quant_mode is perchannel")

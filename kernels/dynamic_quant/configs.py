@@ -33,3 +33,7 @@ config("dynamic_quant.int8_bf16_smooth", "npu_dynamic_quant bf16 -> int8 with sm
     _call("npu_dynamic_quant", smooth=True))
 config("dynamic_quant.int8_bf16_chunked", "npu_dynamic_quant bf16 -> int8, a row too long for UB (key 6 walk)")(
     _call("npu_dynamic_quant", n=20000))
+config("dynamic_quant.950_pertoken_fp8", "npu_dynamic_quant bf16 -> float8_e4m3fn per token on Ascend 950 (arch35)")(
+    _call("npu_dynamic_quant", dst_type=24, soc="ascend950pr"))
+config("dynamic_quant.950_pertensor_int8", "npu_dynamic_quant bf16 -> int8 per tensor on Ascend 950 (two-pass)")(
+    _call("npu_dynamic_quant", quant_mode="pertensor", soc="ascend950pr"))

@@ -31,6 +31,9 @@ def _run(op, fn_name, x, smooth_scales, group_index, dst_type, quant_mode, dst_t
     kwargs = _chunk_kwargs(op, kwargs)
     if x.ndim <= 1:
         raise _bad(f"npu_emu.dask.{op}: Input shape dim should be greater than 1, got {x.ndim}")
+    if api._regbase(kwargs.get("soc", api.DEFAULT_SOC)):
+        raise _bad(f"npu_emu.dask.{op}: the Dask front end runs the Atlas A2/A3 kernels only; on Ascend 950 call "
+                   f"npu_emu.ops.npu_dynamic_quant on the whole array (pertensor / perchannel reduce across chunks)")
     sm = None if smooth_scales is None else np.asarray(smooth_scales)
     gr = None if group_index is None else np.asarray(group_index)
     if any(isinstance(a, da.Array) for a in (smooth_scales, group_index)):

@@ -57,3 +57,47 @@ def run(x_bits, x_dtype, smooth_bits, group, result, *, int4=False, asymmetric=F
                                  td.to_numba(), np.int64(result.tiling_key), has_smooth,
                                  np.int64(div_model_code(div_model)))
     return y, scale, offset
+
+
+def run_arch35(x_bits, x_dtype, smooth_bits, group, result, *, y_dt, asymmetric=False, div_model="ieee",
+               faithful=False):
+    """Ascend 950 (arch35): run template ``result.tiling_key`` on x bits [rows, rowLen] (uint16).
+
+    ``y_dt``: DT_INT8 / DT_INT4 / DT_HIFLOAT8 / DT_FLOAT8_E5M2 / DT_FLOAT8_E4M3FN. Returns (y bytes [rows, rowLen]
+    or [rows, rowLen // 2] for int4, scale, offset or None); scale / offset have one element per row, or one for
+    the pertensor templates. The pertensor templates and template 12 run in two launches of the kernel (phase 1:
+    every core's partial max / min into the workspace; phase 2: the fold and y), which is the kernel's SyncAll."""
+    from npu_emu.kernels.dynamic_quant import kernel_arch35 as k35, tiling_arch35 as t35
+
+    td = result.tiling
+    tpl = int(result.tiling_key)
+    rows = x_bits.shape[0]
+    L = td.rowLen
+    ycols = L // 2 if y_dt == DT_INT4 else L
+    y = np.empty((rows, ycols), np.uint8)
+    per_channel = tpl in t35.PER_CHANNEL
+    ns = 1 if tpl in t35.PER_TENSOR else (td.totalBatchLen * L if per_channel else rows)
+    scale = np.empty(ns, np.float32)
+    offset = np.empty(ns, np.float32) if asymmetric else None
+    if rows == 0 or L == 0:
+        return y, scale, offset
+    has_smooth = smooth_bits is not None
+    xdt = DT_BF16 if x_dtype == "bfloat16" else DT_FLOAT16
+    dev = k35.device(faithful, xdt, y_dt, asymmetric, has_smooth, per_channel)
+    sm = np.ascontiguousarray(smooth_bits, np.uint16).reshape(-1) if has_smooth else np.zeros(1, np.uint16)
+    gr = (np.ascontiguousarray(group, np.int64).reshape(-1) if group is not None and len(group)
+          else np.zeros(1, np.int64))
+    off = offset if asymmetric else np.zeros(1, np.float32)
+    # the user workspace: one max (and one min) per core; split-m: per (batch, row block, column), the partials its
+    # blocks SetAtomicMax into the [batch, column] workspace (folded in phase 2: max is order-free)
+    nws = td.totalBatchLen * td.mBlockNum * L if tpl == t35.TPL_PER_CHANNEL_SPLIT_M else td.coreNum
+    wsx = np.empty(nws, np.float32)
+    wsn = np.empty(nws, np.float32)
+    tdn = td.to_numba()
+    dm = np.int64(div_model_code(div_model))
+    phases = (1, 2) if tpl in t35.PER_TENSOR + (t35.TPL_PERTEN_LARGE_MULTICORE, t35.TPL_PER_CHANNEL_SPLIT_M) else (0,)
+    with serial_below(x_bits.nbytes + y.nbytes):
+        for ph in phases:
+            dev.dynamic_quant_arch35_kernel(x_bits.reshape(-1), sm, gr, y.reshape(-1), scale, off, wsx, wsn, tdn,
+                                            np.int64(tpl), dm, np.int64(ph))
+    return y, scale, offset

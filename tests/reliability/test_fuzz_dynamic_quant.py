@@ -98,7 +98,8 @@ def _case(data):
     elif mutation == "dst_type_max":
         dtm, want_error = data.draw(st.sampled_from([127.0, 1.0, -1.0, "x"]), "dtm"), True
     elif mutation == "int4_odd":
-        xin = H.readonly(np.concatenate([x, x[..., :4]], axis=-1))
+        extra = 4 if (n + 4) % 8 else 2                 # rowLen 100 + 4 would be a valid multiple of 8
+        xin = H.readonly(np.concatenate([x, x[..., :extra]], axis=-1))
         dst, smooth, group, want_error = 16, None, None, True
     if kw["core_num"] is not None and want_error is False:
         want_error = False

@@ -34,7 +34,7 @@ def test_torch_npu_rejections():
     assert st == 561000 and "Ascend950" in msg
     assert _status(api.npu_dynamic_quant, x, dst_type_max=448.0)[0] == 561000
     assert _status(api.npu_dynamic_quant, x, div_model="fast")[0] == 161002
-    assert _status(api.npu_dynamic_quant, x, soc="ascend950pr")[0] == 561000
+    assert _status(api.npu_dynamic_quant, x, soc="ascend950pr", quant_mode="perrow")[0] == 161002
 
 
 def test_group_index_rejections():
@@ -123,19 +123,17 @@ def test_cli(tmp_path):
     assert np.array_equal(np.fromfile(tmp_path / "s.bin", np.float32), s)
 
 
-def test_ascend950_names_what_is_not_emulated():
-    """On Ascend 950 every version runs DynamicQuantV2's arch35 kernels (not emulated): the error names the call's
-    quant_mode / destination / dst_type_max, and nothing is written into the outs."""
+def test_v4_on_a2_and_950():
+    """aclnnDynamicQuantV4 returns 561000 on Atlas A2/A3 before any check and writes nothing; on Ascend 950 it runs
+    (perchannel here: scale [256] for x [4, 256])."""
     from npu_emu import aclnn
 
     x = _x()
-    st, msg = _status(api.npu_dynamic_quant, x, soc="ascend950pr", quant_mode="perchannel", dst_type=291)
-    assert st == 561000 and "quant_mode='perchannel'" in msg and "dst_type 291" in msg and "arch35" in msg
-    y, s = np.full((4, 256), 5, np.int8), np.full(4, 7.0, np.float32)
-    st, _, ex = aclnn.aclnnDynamicQuantV4GetWorkspaceSize(x, None, None, 34, True, "pertensor", 8.0, y, s, None,
-                                                          soc="ascend950pr")
-    msg = aclnn.aclGetRecentErrMsg()
-    assert st == 561000 and ex is None and "quant_mode='pertensor'" in msg and "dst_type_max=8.0" in msg
-    assert (y == 5).all() and (s == 7.0).all()
-    st, _, _ = aclnn.aclnnDynamicQuantV4GetWorkspaceSize(x, None, None, 34, True, "pertensor", 8.0, y, s, None)
+    y, s = np.full((4, 256), 5, np.uint8), np.full(256, 7.0, np.float32)
+    st, _, _ = aclnn.aclnnDynamicQuantV4GetWorkspaceSize(x, None, None, 34, True, "perchannel", 8.0, y, s, None)
     assert st == 561000 and "only supports socVersion Ascend950" in aclnn.aclGetRecentErrMsg()
+    assert (y == 5).all() and (s == 7.0).all()
+    st, ws, ex = aclnn.aclnnDynamicQuantV4GetWorkspaceSize(x, None, None, 34, True, "perchannel", 8.0, y, s, None,
+                                                           soc="ascend950pr")
+    assert st == 0 and aclnn.aclnnDynamicQuantV4(None, ws, ex) == 0
+    assert not (s == 7.0).any()
