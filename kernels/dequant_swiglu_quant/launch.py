@@ -51,13 +51,22 @@ def run_group(tr, x, ws, asc, bias, bias_dtype, qs, qo, gi, em, dm, faithful=Fal
     return y, scale
 
 
-def run_nogroup(tr, x, ws, asc, bias, bias_dtype, qs, em, dm, faithful=False):
-    """The SwiGluTilingData kernels (int32 x, dynamic quant) -> (y int8 [T * H], scale float32 [T])."""
+def run_nogroup(tr, x, ws, asc, bias, bias_dtype, qs, qo, quant_mode, em, dm, faithful=False):
+    """The SwiGluTilingData kernels (int32 or 16-bit x, static or dynamic quant) -> (y int8 [T * H], scale float32
+    [T]). The static kernels never write the scale: left 0 here (undefined on the device). 16-bit x is widened to
+    float32 here (the kernels' first Cast, exact); it has no bias or dequant scales."""
     td = tr.tiling
     y = np.empty(td.rowLen * td.colLen, np.int8)
-    scale = np.empty(td.rowLen, np.float32)
-    kind, bi, bf = bias_operands(bias, bias_dtype)
-    args = (np.ascontiguousarray(x.reshape(-1)), _f32(ws), _f32(asc), bi, bf, _f32(qs), y.view(np.uint8), scale)
+    scale = (np.zeros if quant_mode == 0 else np.empty)(td.rowLen, np.float32)
+    x_kind = K.X_INT32 if x.dtype == np.int32 else K.X_FLOAT
+    if x_kind == K.X_INT32:
+        kind, bi, bf = bias_operands(bias, bias_dtype)
+        xi, xf = np.ascontiguousarray(x.reshape(-1)), np.zeros(1, np.float32)
+    else:
+        kind, bi, bf = bias_operands(None, None)
+        xi, xf = np.zeros(1, np.int32), _f32(x)
+        ws = asc = None
+    args = (xi, xf, _f32(ws), _f32(asc), bi, bf, _f32(qs), _f32(qo), y.view(np.uint8), scale)
     kern = K.dsq_nogroup_kernel_faithful if faithful else K.dsq_nogroup_kernel_fused
-    _launch(kern, tr, (kind, em, dm), args)
+    _launch(kern, tr, (kind, x_kind, quant_mode, em, dm), args)
     return y, scale
