@@ -11,6 +11,7 @@ import numpy as np
 
 from npu_emu.device.launch import launch
 from npu_emu.kernels.dequant_swiglu_quant import kernel as K
+from npu_emu.kernels.swiglu.launch import contended_work
 
 
 def _f32(a, fallback=1):
@@ -33,7 +34,7 @@ def _launch(kern, tr, extra, args):
         kern(block_dim, tdn, ub_size, *extra, *gm)
 
     kernel.__name__ = kern.__name__
-    launch(kernel, tr.block_dim, tr.tiling, *args, ub_size=tr.ub_size, validate=False)
+    launch(kernel, tr.block_dim, tr.tiling, *args, ub_size=tr.ub_size, validate=False, work=contended_work())
 
 
 def run_group(tr, x, ws, asc, bias, bias_dtype, qs, qo, gi, em, dm, faithful=False):
