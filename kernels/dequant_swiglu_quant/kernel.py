@@ -194,11 +194,10 @@ def _dequant_plain(x, ws, a_s, has_as, xf, n):
 @njit(**_JIT)
 def _swiglu0_default(a, gate, act, n, t, e, mark):
     """swigluMode 0 under the default models (correctly rounded Exp, IEEE Div) as literal constants: the loops
-    compile without the model branches, and the Exp runs through exp_f32_many (the same bits, vectorised)."""
+    compile without the model branches, and Muls(-1) + Exp run through exp_f32_many (the same bits, vectorised,
+    the exact negation folded into its pass)."""
     one = np.float32(1.0)
-    for j in range(n):
-        t[j] = np.float32(a[j] * np.float32(-1.0))
-    exp_f32_many(e, t, n, mark)
+    exp_f32_many(e, a, n, mark, True)
     for j in range(n):
         act[j] = np.float32(gate[j] * np.float32(a[j] / np.float32(e[j] + one)))
 
