@@ -37,8 +37,11 @@ def _run(xa, ws, asc, bias, qs, qo, gi, activate_left, quant_mode, swiglu_mode, 
     a_empty = asc is None or asc.size == 0
     if info["nogroup"]:
         tr = memo.call(nogroup_tiling, T, H, bias_dtype=info["bias_dtype"], quant_scale_size=info["qs_size"],
-                       activation_scale_empty=a_empty, activate_left=bool(activate_left), soc=soc)
-        y, scale = run_nogroup(tr, xa, ws, None if a_empty else asc, bias, info["bias_dtype"], qs, em, dm, faithful)
+                       activation_scale_empty=a_empty, activate_left=bool(activate_left), quant_mode=quant_mode,
+                       x_dtype=info["x_dtype"], soc=soc)
+        y, scale = run_nogroup(tr, xa, ws, None if a_empty else asc, bias, info["bias_dtype"],
+                               qs if info["qs_size"] else None, qo if info["qs_size"] else None, quant_mode, em, dm,
+                               faithful)
     else:
         tr = memo.call(dsq_tiling, T, D, group_num=info["groups"], spe_group_type=info["spe"], quant_mode=quant_mode,
                        activate_left=bool(activate_left), has_bias=bias is not None, bias_dtype=info["bias_dtype"],

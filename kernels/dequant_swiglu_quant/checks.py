@@ -1,7 +1,7 @@
 """DequantSwigluQuant checks with CANN's statuses, in the order of hicann/ops-nn
 quant/dequant_swiglu_quant/op_host/dequant_swiglu_quant_tiling.cpp (GetShapeAttrsInfoInner: last dim % 64,
 CheckXAndGroupIndexDtype, CheckBias, CheckForDequant, CheckForQuant, CheckIllegalParam; GetAttr). Shapes and dtypes
--> 161002; what the emulator does not reproduce (x bf16, other SoCs, static quant without group_index) -> 561003.
+-> 161002; what the emulator does not reproduce (x bf16 with group_index, other SoCs) -> 561003.
 Without group_index the checks are those of op_host/dequant_swiglu_quant_tiling_base.cpp (SetTotalShape,
 checkWeightBiasActivate, checkInputShape, SetAttr): :func:`check_nogroup`.
 """
@@ -38,7 +38,8 @@ def check(x, weight_scale, activation_scale, bias, quant_scale, quant_offset, gr
           soc):
     """-> dict of what the tiling needs."""
     if group_index is None:
-        return check_nogroup(x, weight_scale, activation_scale, bias, quant_scale, quant_mode, swiglu_mode, soc)
+        return check_nogroup(x, weight_scale, activation_scale, bias, quant_scale, quant_offset, quant_mode,
+                             swiglu_mode, soc)
     if x.ndim < 1 or x.shape[-1] % 64 != 0:
         raise _bad(f"the last dimension of x ({x.shape[-1] if x.ndim else 'none'}) must be divisible by 64")
     xn = _name(x)
@@ -131,17 +132,19 @@ def _soc_ok(soc):
                                                             f"arch35's); use an ascend910b* or ascend910_93 soc")
 
 
-def check_nogroup(x, weight_scale, activation_scale, bias, quant_scale, quant_mode, swiglu_mode, soc):
-    """DequantSwigluQuantTiling (tiling_base.cpp) checks, in its order -> dict of what nogroup_tiling needs."""
+def check_nogroup(x, weight_scale, activation_scale, bias, quant_scale, quant_offset, quant_mode, swiglu_mode, soc):
+    """DequantSwigluQuantTiling (tiling_base.cpp) checks, in its order -> dict of what nogroup_tiling needs.
+
+    16-bit x: checkInputShape skips checkWeightBiasActivate and the kernels read neither bias nor the dequant
+    scales, so they are accepted and ignored. Static mode without quant_scale is legal here (quantScaleIsEmpty: the
+    SwiGLU result is cast as it is) and quant_offset is then not looked at."""
     if x.ndim < 2:
         raise _bad(f"x has {x.ndim} dims; without group_index pass at least 2 (SetTotalShape)")
     if x.shape[-1] % 2 != 0:
         raise _bad(f"the last dimension of x ({x.shape[-1]}) must be even")
     xn = _name(x)
     if xn not in ("int32", "bfloat16", "float16"):
-        raise _bad(f"x has dtype {xn}; pass int32 (or bfloat16 / float16)")
-    if xn != "int32":
-        raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{OP}: {xn} x is not emulated; pass int32 x")
+        raise _bad(f"x has dtype {xn}; pass int32, bfloat16 or float16")
     _soc_ok(soc)
     in_dimy = x.shape[-1]
     in_dimx = int(np.prod(x.shape[:-1], dtype=np.int64))
@@ -149,39 +152,47 @@ def check_nogroup(x, weight_scale, activation_scale, bias, quant_scale, quant_mo
     if quant_mode not in (0, 1):
         raise _bad(f"quant_mode={quant_mode!r}; pass 0 (static) or 1 (dynamic)")
     bias_dtype = None
-    if bias is not None:
-        bias_dtype = _name(bias)
-        if bias_dtype not in ("int32", "float32", "float16", "bfloat16"):
-            raise _bad(f"bias has dtype {bias_dtype}; pass int32, float, fp16 or bf16")
-        if bias.size != in_dimy:
-            raise _bad(f"bias has {bias.size} elements; without group_index pass {in_dimy} (x's last dim)")
-    if weight_scale is None:
-        raise _bad("weight_scale is required for int32 x")
-    if _name(weight_scale) != "float32":
-        raise _bad(f"weight_scale has dtype {_name(weight_scale)}; pass float32")
-    if weight_scale.size != in_dimy:
-        raise _bad(f"weight_scale has {weight_scale.size} elements; without group_index pass {in_dimy} "
-                   f"(x's last dim)")
-    if activation_scale is not None and activation_scale.size > 0:
-        if _name(activation_scale) != "float32":
-            raise _bad(f"activation_scale has dtype {_name(activation_scale)}; pass float32")
-        if activation_scale.size != in_dimx:
-            raise _bad(f"activation_scale has {activation_scale.size} elements; pass one per token ({in_dimx})")
+    if xn == "int32":
+        if bias is not None:
+            bias_dtype = _name(bias)
+            if bias_dtype not in ("int32", "float32", "float16", "bfloat16"):
+                raise _bad(f"bias has dtype {bias_dtype}; pass int32, float, fp16 or bf16")
+            if bias.size != in_dimy:
+                raise _bad(f"bias has {bias.size} elements; without group_index pass {in_dimy} (x's last dim)")
+        if weight_scale is None:
+            raise _bad("weight_scale is required for int32 x")
+        if _name(weight_scale) != "float32":
+            raise _bad(f"weight_scale has dtype {_name(weight_scale)}; pass float32")
+        if weight_scale.size != in_dimy:
+            raise _bad(f"weight_scale has {weight_scale.size} elements; without group_index pass {in_dimy} "
+                       f"(x's last dim)")
+        if activation_scale is not None and activation_scale.size > 0:
+            if _name(activation_scale) != "float32":
+                raise _bad(f"activation_scale has dtype {_name(activation_scale)}; pass float32")
+            if activation_scale.size != in_dimx:
+                raise _bad(f"activation_scale has {activation_scale.size} elements; pass one per token ({in_dimx})")
     qs_size = 0
+    qo_size = 0
     if quant_scale is not None:
         if _name(quant_scale) != "float32":
             raise _bad(f"quant_scale has dtype {_name(quant_scale)}; without group_index pass float32")
         qs_size = int(quant_scale.size)
         if qs_size not in (out_dimy, 1):
             raise _bad(f"quant_scale has {qs_size} elements; pass {out_dimy} or 1")
-    if quant_mode == 0:
-        raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{OP}: static quant (quant_mode=0) without group_index "
-                                                            f"is not emulated (aclnnDequantSwigluQuant documents "
-                                                            f"dynamic only on Atlas A2/A3); pass quant_mode=1 or a "
-                                                            f"group_index")
+        if quant_mode == 0:
+            if quant_offset is None:
+                raise _bad("static quant (quant_mode=0) with quant_scale needs quant_offset")
+            if _name(quant_offset) != "float32":
+                raise _bad(f"quant_offset has dtype {_name(quant_offset)}; without group_index pass float32")
+            qo_size = int(quant_offset.size)
+            if qo_size not in (out_dimy, 1):
+                raise _bad(f"quant_offset has {qo_size} elements; pass {out_dimy} or 1")
+            if qs_size == out_dimy != 1 and qo_size == 1:
+                raise _bad(f"quant_offset has 1 element but quant_scale {out_dimy}: pass {out_dimy} offsets "
+                           f"(emulator-added check: the per-channel kernel reads {out_dimy} offsets)")
     if swiglu_mode != 0:
         raise AclnnError(ACLNN_ERR_INNER_FIND_KERNEL_ERROR, f"{OP}: swiglu_mode={swiglu_mode} without group_index: "
                                                             f"the SwiGluTilingData kernels do not read swiglu_mode; "
                                                             f"pass swiglu_mode=0 or a group_index")
     return dict(in_dimx=in_dimx, in_dimy=in_dimy, groups=0, spe=False, bias_dtype=bias_dtype, qs_dtype=None,
-                quant_is_one=qs_size == 1, qs_size=qs_size, nogroup=True)
+                quant_is_one=qs_size == 1, qs_size=qs_size, nogroup=True, x_dtype=xn)

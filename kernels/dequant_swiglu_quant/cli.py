@@ -8,9 +8,12 @@ def _common(p):
 
 
 def _add_run(p):
-    p.add_argument("--input", required=True, help="x (.bin, int32 [tokens, 2H])")
+    p.add_argument("--input", required=True, help="x (.bin, --x-dtype [tokens, 2H])")
+    p.add_argument("--x-dtype", default="int32", choices=("int32", "float16", "bfloat16"),
+                   help="x dtype (float16 / bfloat16: without group_index only, no dequant)")
     p.add_argument("--shape", required=True, help="x shape: tokens,2H")
-    p.add_argument("--weight-scale", required=True, help="weight_scale (.bin, float32 [2H] or [groups, 2H])")
+    p.add_argument("--weight-scale", default=None,
+                   help="weight_scale (.bin, float32 [2H] or [groups, 2H]; required for int32 x)")
     p.add_argument("--activation-scale", default=None, help="activation_scale (.bin, float32 [tokens])")
     p.add_argument("--bias", default=None, help="bias (.bin, --bias-dtype, [2H] or [groups, 2H])")
     p.add_argument("--bias-dtype", default="float32", choices=("int32", "float32", "float16", "bfloat16"))
@@ -39,7 +42,7 @@ def _run(a):
     from npu_emu.kernels.dequant_swiglu_quant import api
 
     T, D = (int(s) for s in a.shape.split(","))
-    x = read_bin(a.input, "int32").reshape(T, D)
+    x = read_bin(a.input, a.x_dtype).reshape(T, D)
     gi = read_bin(a.group_index, "int64") if a.group_index else None
     if gi is not None and a.group_pairs:
         gi = gi.reshape(-1, 2)

@@ -115,32 +115,48 @@ def dequant_swiglu_quant(x, weight_scale, activation_scale=None, bias=None, quan
     return y.reshape(lead + (H,)), sc.reshape(lead)
 
 
-def dequant_swiglu_quant_nogroup(x, weight_scale, activation_scale=None, bias=None, quant_scale=None,
-                                 activate_left=False, *, exp_model="correctly_rounded", div_model="ieee"):
-    """Without group_index (dynamic quant, int32 x [..., 2H]) -> (y int8 [..., H], scale float32 [...]).
+def dequant_swiglu_quant_nogroup(x, weight_scale=None, activation_scale=None, bias=None, quant_scale=None,
+                                 activate_left=False, *, quant_mode=1, quant_offset=None,
+                                 exp_model="correctly_rounded", div_model="ieee"):
+    """Without group_index -> (y int8 [..., H], scale float32 [...]).
 
-    The same dequant and SwiGLU as above with one weight_scale / bias row; the quantisation of the SwiGluTilingData
-    kernels: value = float32(max / 127) is the stored scale, y = codes(act * float32(1 / value)) (a multiply by
-    the reciprocal, not a division)."""
+    int32 x [..., 2H]: the same dequant and SwiGLU as above with one weight_scale / bias row; float16 / bfloat16 x:
+    no dequant (the scales and bias are not read). quant_mode 1 (dynamic), the quantisation of the SwiGluTilingData
+    kernels: value = float32(max / 127) is the stored scale, y = codes(act * float32(1 / value)) (a multiply by the
+    reciprocal, not a division). quant_mode 0 (static): one quant_scale: y = codes(act * float32(1 / qs) + qo[0]);
+    H of them: codes(act / qs + qo); none: codes(act); the scale is not produced (0 here)."""
     x = np.asarray(x)
     lead = x.shape[:-1]
     X = x.reshape(-1, x.shape[-1])
     T, D = X.shape
     H = D // 2
-    xi = X.astype(np.int64)
-    if bias is not None and np.asarray(bias).dtype == np.int32:
-        b = np.asarray(bias).reshape(-1).astype(np.int64)
-        xi = ((xi + b + 2 ** 31) % 2 ** 32) - 2 ** 31
-    xf = xi.astype(np.float32)
-    xf = (_f32(weight_scale).reshape(-1) * xf).astype(np.float32)
-    if activation_scale is not None:
-        xf = (_f32(activation_scale).reshape(-1)[:, None] * xf).astype(np.float32)
-    if bias is not None and np.asarray(bias).dtype != np.int32:
-        xf = (xf + np.asarray(bias).astype(np.float32).reshape(-1)).astype(np.float32)
+    if X.dtype == np.int32:
+        xi = X.astype(np.int64)
+        if bias is not None and np.asarray(bias).dtype == np.int32:
+            b = np.asarray(bias).reshape(-1).astype(np.int64)
+            xi = ((xi + b + 2 ** 31) % 2 ** 32) - 2 ** 31
+        xf = xi.astype(np.float32)
+        xf = (_f32(weight_scale).reshape(-1) * xf).astype(np.float32)
+        if activation_scale is not None:
+            xf = (_f32(activation_scale).reshape(-1)[:, None] * xf).astype(np.float32)
+        if bias is not None and np.asarray(bias).dtype != np.int32:
+            xf = (xf + np.asarray(bias).astype(np.float32).reshape(-1)).astype(np.float32)
+    else:
+        xf = X.astype(np.float32)                          # float16 / bfloat16 -> float32: exact
     act, gate = (xf[:, :H], xf[:, H:]) if activate_left else (xf[:, H:], xf[:, :H])
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         t = (exp32(-act, exp_model) + np.float32(1)).astype(np.float32)
         v = (div32(act, t, div_model) * gate).astype(np.float32)
+        if quant_mode == 0:
+            if quant_scale is not None:
+                qs = _f32(quant_scale).reshape(-1)
+                qo = _f32(quant_offset).reshape(-1)
+                if qs.size == 1:
+                    rec = np.float32(np.float64(1.0) / np.float64(qs[0]))
+                    v = ((v * rec).astype(np.float32) + qo[0]).astype(np.float32)
+                else:
+                    v = (div32(v, np.broadcast_to(qs, v.shape), div_model) + qo).astype(np.float32)
+            return _codes(v).reshape(lead + (H,)), np.zeros(lead, np.float32)
         if quant_scale is not None:
             v = (v * _f32(quant_scale).reshape(-1)).astype(np.float32)
         m = np.max(np.abs(v), axis=1)

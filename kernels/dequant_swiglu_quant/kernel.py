@@ -194,11 +194,10 @@ def _dequant_plain(x, ws, a_s, has_as, xf, n):
 @njit(**_JIT)
 def _swiglu0_default(a, gate, act, n, t, e, mark):
     """swigluMode 0 under the default models (correctly rounded Exp, IEEE Div) as literal constants: the loops
-    compile without the model branches, and the Exp runs through exp_f32_many (the same bits, vectorised)."""
+    compile without the model branches, and Muls(-1) + Exp run through exp_f32_many (the same bits, vectorised,
+    the exact negation folded into its pass)."""
     one = np.float32(1.0)
-    for j in range(n):
-        t[j] = np.float32(a[j] * np.float32(-1.0))
-    exp_f32_many(e, t, n, mark)
+    exp_f32_many(e, a, n, mark, True)
     for j in range(n):
         act[j] = np.float32(gate[j] * np.float32(a[j] / np.float32(e[j] + one)))
 
@@ -341,19 +340,26 @@ def dsq_group_kernel_fused(block_dim, td, ub_size, bias_kind, exp_model, div_mod
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# without group_index (SwiGluTilingData keys 3000x, int32 x, dynamic quant): DequantSwigluQuantDynamicBase of
+# without group_index (SwiGluTilingData keys 100xx static, 300xx dynamic): DequantSwigluQuantDynamicBase of
 # op_kernel/dequant_swiglu_quant_dynamic_base.hpp (BaseProcess, CanFullLocaOneRow / CanNotFullLocaOneRow,
-# BaseCompute, DynamicCompute, dynamicMultiColMax, dynamicAllColOut), with the bias variants of
-# dequant_swiglu_quant_dynamic_bias_{int32,float}.hpp and the same instructions in ..._dynamic_performance.hpp.
+# BaseCompute, DynamicCompute, dynamicMultiColMax, dynamicAllColOut) with the bias and 16-bit x variants of
+# dequant_swiglu_quant_dynamic_{bias_int32,bias_float,bf16}.hpp and the same instructions in
+# ..._dynamic_performance.hpp; DequantSwigluQuantStaticBase of op_kernel/dequant_swiglu_quant_static_base.hpp
+# (processCompute, dequant, swiglu) with dequant_swiglu_quant_static_{bias_int32,bias_float,bf16}.hpp.
 # Rows split over useCoreNum = min(rowLen, usedCoreNum) cores, the first rowLen % useCoreNum one row more. Per row:
-# A / B dequantised (int32 bias Add, Cast, Mul weight_scale, Muls activation_scale, float bias Add), Muls(-1), Exp,
-# Adds(1), Div(A, .), Mul by B, Mul / Muls by quant_scale; then on the scalar unit value = max / 127 (stored as the
-# scale) and 1 / value, Muls, and the cast chain RINT -> int16, -> half, -> int8. A row wider than baseColLen is done
-# in column tiles: per tile the max (scalar compare, from -FLT_MAX) and the result staged in the workspace, then a
-# second pass quantises every tile with the row's reciprocal.
+# A / B dequantised (int32 x: int32 bias Add, Cast, Mul weight_scale, Muls activation_scale, float bias Add; 16-bit x:
+# the Cast alone, done exactly on the host), Muls(-1), Exp, Adds(1), Div(A, .), Mul by B. Dynamic: Mul / Muls by
+# quant_scale; then on the scalar unit value = max / 127 (stored as the scale) and 1 / value, Muls, and the cast chain
+# RINT -> int16, -> half, -> int8. A row wider than baseColLen is done in column tiles: per tile the max (scalar
+# compare, from -FLT_MAX) and the result staged in the workspace, then a second pass quantises every tile with the
+# row's reciprocal. Static: quant_scale of one element: Muls by the scalar 1 / quant_scale[0] (Init; no 0 -> 1 rule,
+# unlike the group kernels), Adds quant_offset[0]; of colLen: Div by quant_scale, Add quant_offset; no quant_scale:
+# nothing; then the same cast chain. The static kernels walk column tiles outside the rows and never write the scale.
 # ------------------------------------------------------------------------------------------------------------------
 
 FLT_LOWEST = np.float32(-3.4028234663852886e38)     # 0xFF7FFFFF
+X_INT32 = 0                                         # x_kind: int32 x, dequantised
+X_FLOAT = 1                                         # x_kind: float16 / bfloat16 x, widened on the host (exact Cast)
 
 
 @njit(**_JIT)
@@ -363,29 +369,33 @@ def _ng_scalar_div(p, q):
 
 
 @njit(**_JIT)
-def _ng_chunk_faithful(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm,
-                       qs_gm, ai, af, bf, t, swi):
-    """BaseCompute of columns [c0, c0 + n) of row r into swi (the instructions)."""
+def _ng_chunk_faithful(td, r, c0, n, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm, xf_gm, ws_gm, as_gm,
+                       bias_i_gm, bias_f_gm, qs_gm, qo_gm, ai, af, bf, t, swi):
+    """BaseCompute (dynamic) / dequant + swiglu (static) of columns [c0, c0 + n) of row r into swi (the
+    instructions), up to the cast chain."""
     col = td.colLen
     off_a = 0 if td.activateLeft == 1 else col
     off_b = col - off_a
     xa = r * 2 * col + off_a + c0
     xb = r * 2 * col + off_b + c0
-    value = as_gm[r] if td.activateScaleIsEmpty == 0 else np.float32(1.0)
+    value = as_gm[r] if td.activateScaleIsEmpty == 0 and x_kind == X_INT32 else np.float32(1.0)
     for half in range(2):
         xo = xa if half == 0 else xb
         wo = (off_a if half == 0 else off_b) + c0
         dst = af if half == 0 else bf
-        if bias_kind == 1:
-            Add(ai, x_gm[xo:xo + n], bias_i_gm[wo:wo + n], n)
-            Cast(dst, ai, CAST_NONE, n, DT_FLOAT, DT_INT32)
+        if x_kind == X_FLOAT:
+            dst[:n] = xf_gm[xo:xo + n]
         else:
-            Cast(dst, x_gm[xo:xo + n], CAST_NONE, n, DT_FLOAT, DT_INT32)
-        Mul(dst, dst, ws_gm[wo:wo + n], n)
-        if td.activateScaleIsEmpty == 0:
-            Muls(dst, dst, value, n)
-        if bias_kind == 2:
-            Add(dst, dst, bias_f_gm[wo:wo + n], n)
+            if bias_kind == 1:
+                Add(ai, x_gm[xo:xo + n], bias_i_gm[wo:wo + n], n)
+                Cast(dst, ai, CAST_NONE, n, DT_FLOAT, DT_INT32)
+            else:
+                Cast(dst, x_gm[xo:xo + n], CAST_NONE, n, DT_FLOAT, DT_INT32)
+            Mul(dst, dst, ws_gm[wo:wo + n], n)
+            if td.activateScaleIsEmpty == 0:
+                Muls(dst, dst, value, n)
+            if bias_kind == 2:
+                Add(dst, dst, bias_f_gm[wo:wo + n], n)
         if half == 0:
             Muls(t, af, np.float32(-1.0), n)
             Exp(t, t, n, exp_model)
@@ -393,64 +403,89 @@ def _ng_chunk_faithful(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_g
             Div(t, af, t, n, DT_AUTO, div_model)
     Mul(swi, t, bf, n)
     if td.quantScaleIsEmpty == 0:
-        if qs_gm.size == 1:                                       # quantIsOne (the _ONE keys)
-            Muls(swi, swi, qs_gm[0], n)
+        if quant_mode == 1:
+            if qs_gm.size == 1:                                   # quantIsOne (the _ONE keys)
+                Muls(swi, swi, qs_gm[0], n)
+            else:
+                Mul(swi, swi, qs_gm[c0:c0 + n], n)
+        elif qs_gm.size == 1:
+            Muls(swi, swi, _ng_scalar_div(np.float32(1.0), qs_gm[0]), n)
+            Adds(swi, swi, qo_gm[0], n)
         else:
-            Mul(swi, swi, qs_gm[c0:c0 + n], n)
+            Div(swi, swi, qs_gm[c0:c0 + n], n, DT_AUTO, div_model)
+            Add(swi, swi, qo_gm[c0:c0 + n], n)
 
 
 @njit(**_JIT)
-def _ng_quant_faithful(swi, n, sc, y_gm, y_off, t16, h16):
-    """Muls(swi, 1 / value), Cast RINT -> int16, CAST_NONE -> half, CAST_NONE -> int8 (dynamicAllColOut)."""
-    Muls(swi, swi, sc, n)
+def _ng_cast_chain_faithful(swi, n, y_gm, y_off, t16, h16):
+    """Cast RINT -> int16, CAST_NONE -> half, CAST_NONE -> int8 (both kernel families)."""
     Cast(t16, swi, CAST_RINT, n, DT_INT16, DT_FLOAT)
     Cast(h16, t16, CAST_NONE, n, DT_FLOAT16, DT_INT16)
     Cast(y_gm[y_off:y_off + n].view(np.int8), h16, CAST_NONE, n, DT_INT8, DT_FLOAT16)
 
 
 @njit(**_JIT)
-def _ng_chunk_fused(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm,
-                    qs_gm, swi):
+def _ng_quant_faithful(swi, n, sc, y_gm, y_off, t16, h16):
+    """Muls(swi, 1 / value), then the cast chain (dynamicAllColOut / DynamicCompute)."""
+    Muls(swi, swi, sc, n)
+    _ng_cast_chain_faithful(swi, n, y_gm, y_off, t16, h16)
+
+
+@njit(**_JIT)
+def _ng_chunk_fused(td, r, c0, n, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm, xf_gm, ws_gm, as_gm,
+                    bias_i_gm, bias_f_gm, qs_gm, qo_gm, swi):
     """:func:`_ng_chunk_faithful` in one loop: the same float32 operations per element."""
     col = td.colLen
     off_a = 0 if td.activateLeft == 1 else col
     off_b = col - off_a
     xa = r * 2 * col + off_a + c0
     xb = r * 2 * col + off_b + c0
-    has_as = td.activateScaleIsEmpty == 0
+    has_as = td.activateScaleIsEmpty == 0 and x_kind == X_INT32
     value = as_gm[r] if has_as else np.float32(1.0)
     has_qs = td.quantScaleIsEmpty == 0
     qs_one = qs_gm.size == 1
     q0 = qs_gm[0]
+    if quant_mode == 0 and has_qs and qs_one:
+        q0 = _ng_scalar_div(np.float32(1.0), q0)
+    o0 = qo_gm[0]
     one = np.float32(1.0)
     for j in range(n):
-        wa = off_a + c0 + j
-        wb = off_b + c0 + j
-        if bias_kind == 1:
-            a = np.float32(np.int32(x_gm[xa + j] + bias_i_gm[wa]))
-            b = np.float32(np.int32(x_gm[xb + j] + bias_i_gm[wb]))
+        if x_kind == X_FLOAT:
+            a = xf_gm[xa + j]
+            b = xf_gm[xb + j]
         else:
-            a = np.float32(x_gm[xa + j])
-            b = np.float32(x_gm[xb + j])
-        a = np.float32(a * ws_gm[wa])
-        b = np.float32(b * ws_gm[wb])
-        if has_as:
-            a = np.float32(a * value)
-            b = np.float32(b * value)
-        if bias_kind == 2:
-            a = np.float32(a + bias_f_gm[wa])
-            b = np.float32(b + bias_f_gm[wb])
+            wa = off_a + c0 + j
+            wb = off_b + c0 + j
+            if bias_kind == 1:
+                a = np.float32(np.int32(x_gm[xa + j] + bias_i_gm[wa]))
+                b = np.float32(np.int32(x_gm[xb + j] + bias_i_gm[wb]))
+            else:
+                a = np.float32(x_gm[xa + j])
+                b = np.float32(x_gm[xb + j])
+            a = np.float32(a * ws_gm[wa])
+            b = np.float32(b * ws_gm[wb])
+            if has_as:
+                a = np.float32(a * value)
+                b = np.float32(b * value)
+            if bias_kind == 2:
+                a = np.float32(a + bias_f_gm[wa])
+                b = np.float32(b + bias_f_gm[wb])
         e = np.float32(exp_f32(np.float32(a * np.float32(-1.0)), exp_model) + one)
         v = np.float32(div_f32(a, e, div_model) * b)
         if has_qs:
-            v = np.float32(v * (q0 if qs_one else qs_gm[c0 + j]))
+            if quant_mode == 1:
+                v = np.float32(v * (q0 if qs_one else qs_gm[c0 + j]))
+            elif qs_one:
+                v = np.float32(np.float32(v * q0) + o0)
+            else:
+                v = np.float32(div_f32(v, qs_gm[c0 + j], div_model) + qo_gm[c0 + j])
         swi[j] = v
 
 
 @njit(inline="never", **_JIT)
 def _ng_core_rows(td, block_idx):
-    """(first row, rows) of core ``block_idx``: DynamicBase's split of rowLen over usedCoreNum cores, the first
-    rowLen % cores cores one row more; (0, 0) for a core past the rows."""
+    """(first row, rows) of core ``block_idx``: the split of rowLen over usedCoreNum cores both kernel families
+    make, the first rowLen % cores cores one row more; (0, 0) for a core past the rows."""
     rows = td.rowLen
     use = td.usedCoreNum if rows >= td.usedCoreNum else rows
     if block_idx >= use:
@@ -463,31 +498,30 @@ def _ng_core_rows(td, block_idx):
 
 
 @njit(parallel=PARALLEL, **_JIT)
-def dsq_nogroup_kernel_fused(block_dim, td, ub_size, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm,
-                             bias_f_gm, qs_gm, y_gm, scale_gm):
-    """DequantSwigluQuantDynamicBase::BaseProcess for every core, rows in fused loops (the same bits)."""
+def dsq_nogroup_kernel_fused(block_dim, td, ub_size, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm,
+                             xf_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, y_gm, scale_gm):
+    """BaseProcess (dynamic) / processCompute (static) for every core, rows in fused loops (the same bits). Static
+    rows are element-wise: whole rows whatever the column tiles."""
     col = td.colLen
     base_col = td.baseColLen
-    multi = td.baseRowLen == 1 and base_col < col
+    multi = td.baseRowLen == 1 and base_col < col and quant_mode == 1
     col_loops = (col + base_col - 1) // base_col
     last_col = col - (col_loops - 1) * base_col
     for block_idx in prange(block_dim):
         start, num = _ng_core_rows(td, block_idx)
         if num > 0:
             tile = base_col if multi else col
-            ai = np.empty(tile, np.int32)
-            af = np.empty(tile, np.float32)
-            bf = np.empty(tile, np.float32)
-            t = np.empty(tile, np.float32)
             tmp = np.empty(tile, np.float32)
-            t16 = np.empty(tile, np.int16)
-            h16 = np.empty(tile, np.uint16)
             swi = np.empty(tile, np.float32)
             wsp = np.empty(col if multi else 1, np.float32)       # swigluTmpGm: this core's row in the workspace
             for r in range(start, start + num):
-                if not multi:
-                    _ng_chunk_fused(td, r, 0, col, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
-                                    bias_i_gm, bias_f_gm, qs_gm, swi)
+                if quant_mode == 0:
+                    _ng_chunk_fused(td, r, 0, col, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm, xf_gm,
+                                    ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, swi)
+                    quant_row_sym(swi, col, np.float32(1.0), y_gm, r * col, DT_INT8, tmp.view(np.int32))
+                elif not multi:
+                    _ng_chunk_fused(td, r, 0, col, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm, xf_gm,
+                                    ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, swi)
                     m = row_absmax(swi, col)
                     value = _ng_scalar_div(m, np.float32(127.0))
                     scale_gm[r] = value
@@ -498,8 +532,8 @@ def dsq_nogroup_kernel_fused(block_dim, td, ub_size, bias_kind, exp_model, div_m
                     for j in range(col_loops):
                         n = last_col if j == col_loops - 1 else base_col
                         c0 = j * base_col
-                        _ng_chunk_fused(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
-                                        bias_i_gm, bias_f_gm, qs_gm, swi)
+                        _ng_chunk_fused(td, r, c0, n, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm,
+                                        xf_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, swi)
                         m = row_absmax(swi, n)
                         wsp[c0:c0 + n] = swi[:n]
                         if m > red:
@@ -515,9 +549,10 @@ def dsq_nogroup_kernel_fused(block_dim, td, ub_size, bias_kind, exp_model, div_m
 
 
 @njit(parallel=PARALLEL, **_JIT)
-def dsq_nogroup_kernel_faithful(block_dim, td, ub_size, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm, bias_i_gm,
-                                bias_f_gm, qs_gm, y_gm, scale_gm):
-    """DequantSwigluQuantDynamicBase::BaseProcess for every core, rows by the instructions."""
+def dsq_nogroup_kernel_faithful(block_dim, td, ub_size, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm,
+                                xf_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, y_gm, scale_gm):
+    """BaseProcess (dynamic) / processCompute (static) for every core, rows by the instructions. The 16-bit x
+    dynamic kernels take baseRowLen rows per pass with one ReduceMax per row: run row by row here."""
     col = td.colLen
     base_col = td.baseColLen
     multi = td.baseRowLen == 1 and base_col < col
@@ -526,7 +561,7 @@ def dsq_nogroup_kernel_faithful(block_dim, td, ub_size, bias_kind, exp_model, di
     for block_idx in prange(block_dim):
         start, num = _ng_core_rows(td, block_idx)
         if num > 0:
-            tile = base_col if multi else col
+            tile = base_col if base_col < col else col
             ai = np.empty(tile, np.int32)
             af = np.empty(tile, np.float32)
             bf = np.empty(tile, np.float32)
@@ -536,31 +571,42 @@ def dsq_nogroup_kernel_faithful(block_dim, td, ub_size, bias_kind, exp_model, di
             h16 = np.empty(tile, np.uint16)
             swi = np.empty(tile, np.float32)
             wsp = np.empty(col if multi else 1, np.float32)       # swigluTmpGm: this core's row in the workspace
-            for r in range(start, start + num):
-                if not multi:
-                    _ng_chunk_faithful(td, r, 0, col, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
-                                       bias_i_gm, bias_f_gm, qs_gm, ai, af, bf, t, swi)
-                    m = row_absmax_faithful(swi, col, tmp)
-                    value = _ng_scalar_div(m, np.float32(127.0))
-                    scale_gm[r] = value
-                    sc = _ng_scalar_div(np.float32(1.0), value)
-                    _ng_quant_faithful(swi, col, sc, y_gm, r * col, t16, h16)
-                else:
-                    red = FLT_LOWEST
-                    for j in range(col_loops):
-                        n = last_col if j == col_loops - 1 else base_col
-                        c0 = j * base_col
-                        _ng_chunk_faithful(td, r, c0, n, bias_kind, exp_model, div_model, x_gm, ws_gm, as_gm,
-                                           bias_i_gm, bias_f_gm, qs_gm, ai, af, bf, t, swi)
-                        m = row_absmax_faithful(swi, n, tmp)
-                        wsp[c0:c0 + n] = swi[:n]
-                        if m > red:
-                            red = m
-                    value = _ng_scalar_div(red, np.float32(127.0))
-                    scale_gm[r] = value
-                    sc = _ng_scalar_div(np.float32(1.0), value)
-                    for j in range(col_loops):
-                        n = last_col if j == col_loops - 1 else base_col
-                        c0 = j * base_col
-                        swi[:n] = wsp[c0:c0 + n]
-                        _ng_quant_faithful(swi, n, sc, y_gm, r * col + c0, t16, h16)
+            if quant_mode == 0:
+                for j in range(col_loops):                        # processCompute: column tiles outside the rows
+                    n = last_col if j == col_loops - 1 else base_col
+                    c0 = j * base_col
+                    for r in range(start, start + num):
+                        _ng_chunk_faithful(td, r, c0, n, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm,
+                                           xf_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, ai, af, bf, t,
+                                           swi)
+                        _ng_cast_chain_faithful(swi, n, y_gm, r * col + c0, t16, h16)
+            else:
+                for r in range(start, start + num):
+                    if not multi:
+                        _ng_chunk_faithful(td, r, 0, col, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm,
+                                           xf_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, ai, af, bf, t, swi)
+                        m = row_absmax_faithful(swi, col, tmp)
+                        value = _ng_scalar_div(m, np.float32(127.0))
+                        scale_gm[r] = value
+                        sc = _ng_scalar_div(np.float32(1.0), value)
+                        _ng_quant_faithful(swi, col, sc, y_gm, r * col, t16, h16)
+                    else:
+                        red = FLT_LOWEST
+                        for j in range(col_loops):
+                            n = last_col if j == col_loops - 1 else base_col
+                            c0 = j * base_col
+                            _ng_chunk_faithful(td, r, c0, n, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm,
+                                               xf_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, ai, af, bf, t,
+                                               swi)
+                            m = row_absmax_faithful(swi, n, tmp)
+                            wsp[c0:c0 + n] = swi[:n]
+                            if m > red:
+                                red = m
+                        value = _ng_scalar_div(red, np.float32(127.0))
+                        scale_gm[r] = value
+                        sc = _ng_scalar_div(np.float32(1.0), value)
+                        for j in range(col_loops):
+                            n = last_col if j == col_loops - 1 else base_col
+                            c0 = j * base_col
+                            swi[:n] = wsp[c0:c0 + n]
+                            _ng_quant_faithful(swi, n, sc, y_gm, r * col + c0, t16, h16)

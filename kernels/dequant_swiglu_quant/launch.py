@@ -11,6 +11,7 @@ import numpy as np
 
 from npu_emu.device.launch import launch
 from npu_emu.kernels.dequant_swiglu_quant import kernel as K
+from npu_emu.kernels.swiglu.launch import contended_work
 
 
 def _f32(a, fallback=1):
@@ -33,7 +34,7 @@ def _launch(kern, tr, extra, args):
         kern(block_dim, tdn, ub_size, *extra, *gm)
 
     kernel.__name__ = kern.__name__
-    launch(kernel, tr.block_dim, tr.tiling, *args, ub_size=tr.ub_size, validate=False)
+    launch(kernel, tr.block_dim, tr.tiling, *args, ub_size=tr.ub_size, validate=False, work=contended_work())
 
 
 def run_group(tr, x, ws, asc, bias, bias_dtype, qs, qo, gi, em, dm, faithful=False):
@@ -51,13 +52,22 @@ def run_group(tr, x, ws, asc, bias, bias_dtype, qs, qo, gi, em, dm, faithful=Fal
     return y, scale
 
 
-def run_nogroup(tr, x, ws, asc, bias, bias_dtype, qs, em, dm, faithful=False):
-    """The SwiGluTilingData kernels (int32 x, dynamic quant) -> (y int8 [T * H], scale float32 [T])."""
+def run_nogroup(tr, x, ws, asc, bias, bias_dtype, qs, qo, quant_mode, em, dm, faithful=False):
+    """The SwiGluTilingData kernels (int32 or 16-bit x, static or dynamic quant) -> (y int8 [T * H], scale float32
+    [T]). The static kernels never write the scale: left 0 here (undefined on the device). 16-bit x is widened to
+    float32 here (the kernels' first Cast, exact); it has no bias or dequant scales."""
     td = tr.tiling
     y = np.empty(td.rowLen * td.colLen, np.int8)
-    scale = np.empty(td.rowLen, np.float32)
-    kind, bi, bf = bias_operands(bias, bias_dtype)
-    args = (np.ascontiguousarray(x.reshape(-1)), _f32(ws), _f32(asc), bi, bf, _f32(qs), y.view(np.uint8), scale)
+    scale = (np.zeros if quant_mode == 0 else np.empty)(td.rowLen, np.float32)
+    x_kind = K.X_INT32 if x.dtype == np.int32 else K.X_FLOAT
+    if x_kind == K.X_INT32:
+        kind, bi, bf = bias_operands(bias, bias_dtype)
+        xi, xf = np.ascontiguousarray(x.reshape(-1)), np.zeros(1, np.float32)
+    else:
+        kind, bi, bf = bias_operands(None, None)
+        xi, xf = np.zeros(1, np.int32), _f32(x)
+        ws = asc = None
+    args = (xi, xf, _f32(ws), _f32(asc), bi, bf, _f32(qs), _f32(qo), y.view(np.uint8), scale)
     kern = K.dsq_nogroup_kernel_faithful if faithful else K.dsq_nogroup_kernel_fused
-    _launch(kern, tr, (kind, em, dm), args)
+    _launch(kern, tr, (kind, x_kind, quant_mode, em, dm), args)
     return y, scale

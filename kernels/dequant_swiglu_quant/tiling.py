@@ -1,9 +1,9 @@
-"""op_host tiling of DequantSwigluQuant with group_index on the 910B / 910_93 (docs/ops/dequant_swiglu_quant.md §3).
+"""op_host tiling of DequantSwigluQuant on the 910B / 910_93 (docs/ops/dequant_swiglu_quant.md §3).
 
 hicann/ops-nn: quant/dequant_swiglu_quant/op_host/dequant_swiglu_quant_tiling.cpp (DequantSwigluQuantDskTiling:
 GetShapeAttrsInfoInner, CountMaxDim, DoOpTiling, CountTilingKey) and op_host/dequant_swiglu_quant_tiling.h
 (DequantSwigluQuantBaseTilingData). This template is the one chosen whenever group_index is given (IsCapable); calls
-without group_index take the SwiGluTilingData kernels of dequant_swiglu_quant_tiling_base.cpp, not emulated.
+without group_index take DequantSwigluQuantTiling of dequant_swiglu_quant_tiling_base.cpp (:func:`nogroup_tiling`).
 """
 
 from dataclasses import dataclass
@@ -122,75 +122,110 @@ def dsq_tiling(in_dimx, in_dimy, *, group_num, spe_group_type, quant_mode, activ
 # ------------------------------------------------------------------------------------------------------------------
 # without group_index: DequantSwigluQuantTiling of op_host/dequant_swiglu_quant_tiling_base.cpp (registered with
 # priority 1: the Dsk template above is not capable when group_index is absent) filling SwiGluTilingData
-# (op_host/swi_glu_tiling.h, the struct SwiGlu uses). Only the int32 x, dynamic-quant keys are emulated.
+# (op_host/swi_glu_tiling.h, the struct SwiGlu uses). int32 x (dequant) and float16 / bfloat16 x (no dequant), static
+# (keys 100xx) and dynamic (keys 300xx) quantisation.
 # ------------------------------------------------------------------------------------------------------------------
 
 NG_PACK_512B = 512
 NG_ALIGN_32B = 32
 NG_DISCONTINE_COPY_MAX_BLOCKLEN = 65535
 NG_DYNAMIC_BF16_TBUF_NUM_HALF = 11
+NG_DYNAMIC_BF16_INT16_TBUF_NUM_HALF = 6
+NG_STATIC_BF16_TBUF_NUM_HALF = 12
+NG_STATIC_BF16_INT16_TBUF_NUM_HALF = 7
 NG_DYNAMIC_INT16_TBUF_NUM_HALF = 2
 NG_USER_WORKSPACE = 16 * 1024 * 1024
 NG_PERFORMANCE_COL_LEN = 1536
 NG_PERFORMANCE_ROW_LEN = 128
 NG_MIN_CORE = 12
 NG_SIZEOF_GE_DATATYPE = 4        # DISCONTINE_COPY_MAX_BLOCKLEN / sizeof(xInputDataType): sizeof the enum
-#: getTilingKeyDynamic for int32 x: bias dtype (no bias = DT_FLOAT, the member's initial value) -> (ONE, D) keys
+NG_X_BYTES = {"int32": 4, "float16": 2, "bfloat16": 2}
+#: getTilingKeyDynamic / getTilingKeyStatic for int32 x: bias dtype (no bias = DT_FLOAT, the member's initial value)
+#: -> (quant_scale of 1 element: the _ONE key, otherwise: the _D key)
 NG_DYNAMIC_KEYS = {"int32": (30001, 30005), "float32": (30002, 30006), "float16": (30003, 30007),
                    "bfloat16": (30004, 30008)}
+NG_STATIC_KEYS = {"int32": (10004, 10005), "float32": (10008, 10009), "float16": (10006, 10007),
+                  "bfloat16": (10010, 10011)}
+#: float16 / bfloat16 x: x dtype -> (_ONE, _D), dynamic and static
+NG_DYNAMIC_X16_KEYS = {"float16": (30009, 30010), "bfloat16": (30011, 30012)}
+NG_STATIC_X16_KEYS = {"float16": (10000, 10002), "bfloat16": (10001, 10003)}
 NG_DYNAMIC_PERFORMANCE_KEY = 30013
 
 
-def nogroup_tiling(row_len, col_len, *, bias_dtype, quant_scale_size, activation_scale_empty, activate_left,
-                   soc="ascend910b2", core_num=None, ub_size=None):
-    """DequantSwigluQuantTiling::DoOpTiling + GetTilingKey + GetWorkspaceSize for int32 x, quant_mode dynamic.
+def _ng_single_data_size(quant_mode, x_dtype, bias_dtype):
+    """GetBufferNumAndDataLenPerUB: UB bytes per column element."""
+    wide_bias = bias_dtype in ("int32", "float32")
+    if x_dtype != "int32":
+        tbufs = NG_DYNAMIC_BF16_INT16_TBUF_NUM_HALF if quant_mode == 1 else NG_STATIC_BF16_INT16_TBUF_NUM_HALF
+        return tbufs * 4 + 1
+    tbufs = NG_DYNAMIC_BF16_TBUF_NUM_HALF if quant_mode == 1 else NG_STATIC_BF16_TBUF_NUM_HALF
+    return tbufs * 4 + (0 if wide_bias else NG_DYNAMIC_INT16_TBUF_NUM_HALF * 2) + 1
 
-    ``bias_dtype``: None (no bias) or the bias dtype name; ``quant_scale_size``: 0 (none), 1 or colLen."""
+
+def nogroup_tiling(row_len, col_len, *, bias_dtype, quant_scale_size, activation_scale_empty, activate_left,
+                   quant_mode=1, x_dtype="int32", soc="ascend910b2", core_num=None, ub_size=None):
+    """DequantSwigluQuantTiling::DoOpTiling + GetTilingKey + GetWorkspaceSize.
+
+    ``bias_dtype``: None (no bias) or the bias dtype name; ``quant_scale_size``: 0 (none), 1 or colLen;
+    ``quant_mode``: 1 dynamic, 0 static; ``x_dtype``: int32, float16 or bfloat16 (the 16-bit x kernels read neither
+    bias nor scales: checkWeightBiasActivate is skipped, biasIsEmpty / activateScaleIsEmpty keep their 0)."""
     from npu_emu.kernels.swiglu.tiling import SwiGluTilingData
 
     plat = platforms.get(soc).override(core_num=core_num, ub_size=ub_size)
     total_core = int(plat.GetCoreNumAiv())
     ub = int(plat.GetCoreMemSize("UB"))
-    dlen = 4                                              # int32 x
+    x16 = x_dtype != "int32"
+    dlen = NG_X_BYTES[x_dtype]                            # GetLengthByType
     ub_min_block = NG_ALIGN_32B // dlen
     cache_line = NG_PACK_512B // dlen
     is32b = 1 if col_len % ub_min_block == 0 else 0
-    bdt = "float32" if bias_dtype is None else bias_dtype
-    # GetBufferNumAndDataLenPerUB, quantMode 1, int32 x
-    if bdt in ("int32", "float32"):
-        single = NG_DYNAMIC_BF16_TBUF_NUM_HALF * 4 + 1
-    else:
-        single = NG_DYNAMIC_BF16_TBUF_NUM_HALF * 4 + NG_DYNAMIC_INT16_TBUF_NUM_HALF * 2 + 1
-    max_tile = (ub // single) // NG_ALIGN_32B * NG_ALIGN_32B if ub // single >= NG_ALIGN_32B else 0
+    bdt = "float32" if bias_dtype is None or x16 else bias_dtype
+    single = _ng_single_data_size(quant_mode, x_dtype, bdt)
+    max_tile = (ub // single) // NG_ALIGN_32B * NG_ALIGN_32B
     # getBaseColLenUpBound
     up = min(col_len, max_tile)
     up = min(up, NG_DISCONTINE_COPY_MAX_BLOCKLEN if is32b else NG_DISCONTINE_COPY_MAX_BLOCKLEN // NG_SIZEOF_GE_DATATYPE)
     base_col = up // cache_line * cache_line if (up < col_len and up > cache_line) else up
-    base_row = 1                                          # CalcOptBaseShape: int32 x keeps 1
     if base_col == 0:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"DequantSwigluQuant: no column tile fits the UB ({ub} bytes)")
+    # CalcOptBaseShape: several rows per pass only for dynamic quant of 16-bit x
+    base_row = 1
+    if quant_mode == 1 and x16:
+        base_row = min(max_tile // ((base_col + 31) // 32 * 32), row_len)
+        base_row = min((row_len + total_core - 1) // total_core, base_row)
     # SaveOptBaseShape
     used = min(row_len, total_core)
     if col_len < NG_PERFORMANCE_COL_LEN and row_len < NG_PERFORMANCE_ROW_LEN:
         used = min(used, NG_MIN_CORE)
-    bias_empty = int(bias_dtype is None)
+    bias_empty = 0 if x16 else int(bias_dtype is None)
+    as_empty = 0 if x16 else int(bool(activation_scale_empty))
     td = SwiGluTilingData(is32BAligned=is32b, isDoubleBuffer=0, rowLen=row_len, colLen=col_len, baseRowLen=base_row,
                           baseColLen=base_col, activateLeft=int(bool(activate_left)), biasIsEmpty=bias_empty,
-                          quantScaleIsEmpty=int(quant_scale_size == 0),
-                          activateScaleIsEmpty=int(bool(activation_scale_empty)), usedCoreNum=used)
-    one, d = NG_DYNAMIC_KEYS[bdt]
+                          quantScaleIsEmpty=int(quant_scale_size == 0), activateScaleIsEmpty=as_empty,
+                          usedCoreNum=used)
+    if x16:
+        one, d = (NG_DYNAMIC_X16_KEYS if quant_mode == 1 else NG_STATIC_X16_KEYS)[x_dtype]
+    else:
+        one, d = (NG_DYNAMIC_KEYS if quant_mode == 1 else NG_STATIC_KEYS)[bdt]
     key = one if quant_scale_size == 1 else d
     notes = []
     perf = (is32b == 1 and col_len <= NG_PERFORMANCE_COL_LEN and base_row == 1 and base_col == col_len
-            and bias_empty and not activation_scale_empty)
-    if key == 30006 and perf:
+            and bias_empty and not as_empty)
+    if quant_mode == 1 and key == 30006 and perf:
         key = NG_DYNAMIC_PERFORMANCE_KEY
         notes.append("performance key 30013 (DequantSwigluQuantDynamicPerformance): the same per-row instructions "
                      "as the base kernel, which the emulator walks")
+    if base_row > 1:
+        notes.append(f"{base_row} rows per UB pass (one ReduceMax per row): the emulator runs the rows one by one, "
+                     f"the same instructions per row")
     ws = NG_USER_WORKSPACE
     if col_len > base_col:
-        ws += used * col_len * 4
-        notes.append(f"row wider than the UB: {(col_len + base_col - 1) // base_col} column tiles per row, the "
-                     f"SwiGLU result staged in the workspace between the max and the quantisation passes")
+        cols = (col_len + base_col - 1) // base_col
+        if quant_mode == 1:
+            ws += used * col_len * 4
+            notes.append(f"row wider than the UB: {cols} column tiles per row, the SwiGLU result staged in the "
+                         f"workspace between the max and the quantisation passes")
+        else:
+            notes.append(f"row wider than the UB: {cols} column tiles per row (static: element-wise, no staging)")
     return TilingResult(td, max(used, 1), key, ws + plat.GetLibApiWorkSpaceSize(), ub, total_core, plat.name,
                         tuple(notes))

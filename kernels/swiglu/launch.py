@@ -11,10 +11,20 @@ from npu_emu.device import memo
 from npu_emu.ascendc.constants import DT_BF16, DT_FLOAT16
 from npu_emu.kernels.swiglu import kernel as K
 from npu_emu.kernels.swiglu.tiling import ITEMSIZE, kernel_tiling, ub_bytes
+from npu_emu.device.jit_options import is_contended
 from npu_emu.device.launch import checked_access, launch
 from npu_emu.device.validate import AccessPattern
 
 _GM_DTYPE = {"float32": np.float32, "float16": np.uint16, "bfloat16": np.uint16}
+
+
+def contended_work():
+    """The ``work`` to hand :func:`~npu_emu.device.launch.launch`: 0 (the calling thread alone) while other processes
+    hold the cores (``is_contended``), else None (the GM bytes decide). These kernels run one parallel region whose
+    cores get equal shares: a worker whose core another process holds finishes last, so the region took longer on
+    two threads than on one (asv, load average 6.4 on 2 cores: DequantSwigluQuant [8192, 4096] int32 258 against
+    165 ms; SwiGLU likewise, docs/ops/swiglu.md §7). Shared by the SwiGLU and DequantSwigluQuant launches.."""
+    return 0 if is_contended() else None
 
 
 def tiling_problems(td):
@@ -99,4 +109,5 @@ def run_swiglu(x_flat, y_flat, tr, dtype, *, exp_model, div_model, faithful=Fals
     checked = checked_access(("swiglu", tr, dtype, xs, ys),
                              lambda: swiglu_access(tr, dtype, xs, ys), ub_size=tr.ub_size,
                              validate=validate, what=f"{kern.__name__} tiling", problems=lambda: tiling_problems(td))
-    launch(kernel, tr.block_dim, td, x_flat, y_flat, ub_size=tr.ub_size, access=checked, validate=False)
+    launch(kernel, tr.block_dim, td, x_flat, y_flat, ub_size=tr.ub_size, access=checked, validate=False,
+           work=contended_work())

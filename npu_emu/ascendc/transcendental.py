@@ -54,9 +54,10 @@ def exp_f32(x, model):
 # exp_f32_many: EXP_CORRECTLY_ROUNDED over an array without the libm call on the common range, in a loop that
 # vectorises (no table, no float -> int conversion, no branch). exp(x) = 2^k * exp(r): k = rint(x / ln 2) read from
 # the bits of x / ln 2 + 1.5 * 2^52, r = (x - k ln2_hi) - k ln2_lo (fdlibm's split: k * ln2_hi is exact, and so is
-# the subtraction by Sterbenz; |r| <= 0.347), exp(r) by its degree-13 Taylor polynomial (truncation below 2^-57; Estrin's scheme),
-# 2^k built in the exponent bits. The float64 result is within 2^-50 of e^x. An element is marked for the libm path
-# when x is outside [-87, 88] (subnormal or overflowing float32 results) or NaN, or when the 29 bits of its float64
+# the subtraction by Sterbenz; |r| <= 0.347), exp(r) by its degree-11 Taylor polynomial (Lagrange remainder
+# <= e^0.347 * 0.347^12 / 12! < 2^-46 relative; Estrin's scheme), 2^k built in the exponent bits. The float64
+# result is within 2^-45 of e^x (the truncation plus a few roundings), under 2^8 float64 ulps. An element is marked
+# for the libm path when x is outside [-87, 88] (subnormal or overflowing float32 results) or NaN, or when the 29 bits of its float64
 # result below float32 precision lie within 2^12 float64 ulps (2^-40 relative) of the rounding midpoint: otherwise
 # the libm value is on the same side of every float32 midpoint, so it rounds to the same float32. Checked against
 # exp_f32(x, 0) on every float32 of [-87, 88] (tests/npu_emu/ascendc/test_ascendc_exp_fast.py, slow-marked).
@@ -67,15 +68,19 @@ _LN2_LO = 1.90821492927058770002e-10                 # fdlibm ln2_lo
 _INV_FACT = tuple(1.0 / float(np.prod(np.arange(1, i + 1, dtype=np.float64))) for i in range(14))
 
 
+_MID_LO = 0x10000000 - 4095                         # 2^28 - 4095: see the midpoint test below
+
+
 @njit(cache=True, error_model="numpy")
-def exp_f32_many(dst, src, n, mark):
-    """dst[i] = exp_f32(src[i], EXP_CORRECTLY_ROUNDED) for i < n, bit for bit (``mark``: uint8 scratch of n)."""
+def exp_f32_many(dst, src, n, mark, negate=False):
+    """dst[i] = exp_f32(src[i], EXP_CORRECTLY_ROUNDED) for i < n, bit for bit (``mark``: uint8 scratch of n);
+    ``negate=True``: exp_f32(-src[i]), i.e. Muls(x, -1) then Exp in one pass (the negation is exact)."""
     c2, c3, c4, c5, c6, c7 = _INV_FACT[2], _INV_FACT[3], _INV_FACT[4], _INV_FACT[5], _INV_FACT[6], _INV_FACT[7]
-    c8, c9, c10, c11, c12, c13 = _INV_FACT[8], _INV_FACT[9], _INV_FACT[10], _INV_FACT[11], _INV_FACT[12], \
-        _INV_FACT[13]
+    c8, c9, c10, c11 = _INV_FACT[8], _INV_FACT[9], _INV_FACT[10], _INV_FACT[11]
     magic_bits = np.float64(_MAGIC).view(np.int64)
+    sign = -1.0 if negate else 1.0
     for i in range(n):
-        x = np.float64(src[i])
+        x = np.float64(src[i]) * sign
         m = np.float64(x * _INV_LN2 + _MAGIC)
         kd = m - _MAGIC
         k = m.view(np.int64) - magic_bits
@@ -86,16 +91,17 @@ def exp_f32_many(dst, src, n, mark):
         q0 = (1.0 + r) + r2 * (c2 + r * c3)
         q1 = (c4 + r * c5) + r2 * (c6 + r * c7)
         q2 = (c8 + r * c9) + r2 * (c10 + r * c11)
-        q3 = c12 + r * c13
-        p = (q0 + r4 * q1) + r8 * (q2 + r4 * q3)
+        p = (q0 + r4 * q1) + r8 * q2
         y = np.float64(p * np.int64((k + 1023) << 52).view(np.float64))
-        low = np.int64(y.view(np.int64) & 0x1FFFFFFF) - 0x10000000
-        bad = (low < 4096) & (low > -4096) | (not (x >= -87.0)) | (not (x <= 88.0))
-        mark[i] = np.uint8(bad)
+        # |low 29 bits - 2^28| < 4096 as one compare: (bits - (2^28 - 4095)) mod 2^29 < 8191; [-87, 88] as
+        # |x - 0.5| <= 87.5 (exact in float64, false for NaN). Both in one pass cost 10 % less than the two-sided
+        # compares (a DequantSwigluQuant row loop, CPU time, interleaved).
+        near = (y.view(np.int64) - _MID_LO) & 0x1FFFFFFF
+        mark[i] = np.uint8(near < 8191) | np.uint8(not (abs(x - 0.5) <= 87.5))
         dst[i] = np.float32(y)
     for i in range(n):
         if mark[i]:
-            dst[i] = np.float32(np.exp(np.float64(src[i])))
+            dst[i] = np.float32(np.exp(np.float64(src[i]) * sign))
 
 
 @njit(**_LOOP)

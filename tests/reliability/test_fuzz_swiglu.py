@@ -115,8 +115,17 @@ def _dsq_case(data):
         bias = rng.integers(-1000, 1000, ws.shape).astype(np.int32)
     elif bias_dt:
         bias = rng.standard_normal(ws.shape).astype(bias_dt)
-    qs = None
-    if data.draw(st.booleans(), "quant_scale"):
+    qs = qo = None
+    static = data.draw(st.booleans(), "static quant")
+    if static:                     # [G] / [G, H] with groups (fp32 / fp16 scales), [1] / [H] / none without
+        per_ch = data.draw(st.booleans(), "per-channel static")
+        if grouped or data.draw(st.booleans(), "static quant_scale"):
+            n = D // 2 if per_ch else 1
+            shape = ((E, n) if per_ch else (E,)) if grouped else (n,)
+            qdt = data.draw(st.sampled_from([np.float32, np.float16]), "static dtype") if grouped else np.float32
+            qs = (rng.random(shape) * 0.2 + 0.01).astype(qdt)
+            qo = rng.integers(-5, 5, shape).astype(qdt)
+    elif data.draw(st.booleans(), "quant_scale"):
         qs = (rng.random((E, D // 2) if grouped else (D // 2,)) + 0.5).astype(np.float32)
     gi = None
     if grouped:
@@ -125,8 +134,8 @@ def _dsq_case(data):
         gi = np.maximum(counts, 0).astype(np.int64)
         if gi.sum() > T:
             gi[-1] = max(T - gi[:-1].sum(), 0)
-    kw = dict(weight_scale=ws, activation_scale=asc, bias=bias, quant_scale=qs, group_index=gi,
-              activate_left=data.draw(st.booleans(), "activate_left"), quant_mode=1,
+    kw = dict(weight_scale=ws, activation_scale=asc, bias=bias, quant_scale=qs, quant_offset=qo, group_index=gi,
+              activate_left=data.draw(st.booleans(), "activate_left"), quant_mode=0 if static else 1,
               exp_model=data.draw(st.sampled_from(["correctly_rounded", "exp2"]), "exp_model"),
               div_model=data.draw(st.sampled_from(["ieee", "reciprocal"]), "div_model"))
     want_error, codes = False, None
@@ -136,8 +145,13 @@ def _dsq_case(data):
         xin, want_error, codes = None, True, {161001}
     elif mutation == "x_dtype":
         xin, want_error, codes = H.readonly(x.astype(np.float32)), True, {161002}
-    elif mutation == "x_bf16":
+    elif mutation == "x_bf16" and grouped:
         xin, want_error, codes = H.readonly(x.astype(H.BF16)), True, {561003}
+    elif mutation == "x_bf16":     # without group_index: the 16-bit x kernels (no dequant; scales, bias ignored)
+        x = x.astype(data.draw(st.sampled_from([H.BF16, np.float16]), "16-bit x"))
+        xin = H.readonly(x)
+    elif mutation == "ws_none" and grouped and static:
+        kw["quant_offset"], want_error, codes = None, True, {161002}
     elif mutation == "ws_none":
         kw["weight_scale"], want_error, codes = None, True, {161002}
     elif mutation == "ws_shape":
@@ -168,11 +182,13 @@ def _dsq_golden(x, kw):
     if kw["group_index"] is None:
         return dsq_golden.dequant_swiglu_quant_nogroup(
             x, kw["weight_scale"], kw["activation_scale"], bias=kw["bias"], quant_scale=kw["quant_scale"],
-            activate_left=kw["activate_left"], exp_model=kw["exp_model"], div_model=kw["div_model"])
+            quant_offset=kw["quant_offset"], quant_mode=kw["quant_mode"], activate_left=kw["activate_left"],
+            exp_model=kw["exp_model"], div_model=kw["div_model"])
+    f32 = (lambda a: None if a is None else np.asarray(a, np.float32))
     return dsq_golden.dequant_swiglu_quant(
-        x, kw["weight_scale"], kw["activation_scale"], bias=kw["bias"], quant_scale=kw["quant_scale"],
-        group_index=kw["group_index"], activate_left=kw["activate_left"], quant_mode=1, exp_model=kw["exp_model"],
-        div_model=kw["div_model"])
+        x, kw["weight_scale"], kw["activation_scale"], bias=kw["bias"], quant_scale=f32(kw["quant_scale"]),
+        quant_offset=f32(kw["quant_offset"]), group_index=kw["group_index"], activate_left=kw["activate_left"],
+        quant_mode=kw["quant_mode"], exp_model=kw["exp_model"], div_model=kw["div_model"])
 
 
 def _fuzz_dsq_ops(data):
@@ -197,8 +213,8 @@ def _fuzz_dsq_aclnn(data):
     elif mut == "s_size":
         s = H.sentinel_like((T + 1,), np.float32)
     qm = {1: "dynamic", 0: "static"}.get(kw["quant_mode"], kw["quant_mode"])
-    args = (xin, kw["weight_scale"], kw["activation_scale"], kw["bias"], kw["quant_scale"], None, kw["group_index"],
-            kw["activate_left"], qm, 2, None, -1, kw.get("swiglu_mode", 0), 7.0, 1.702, 1.0, y, s)
+    args = (xin, kw["weight_scale"], kw["activation_scale"], kw["bias"], kw["quant_scale"], kw["quant_offset"],
+            kw["group_index"], kw["activate_left"], qm, 2, None, -1, kw.get("swiglu_mode", 0), 7.0, 1.702, 1.0, y, s)
     res = H.call_aclnn("aclnnDequantSwigluQuantV2", args, dict(exp_model=kw["exp_model"], div_model=kw["div_model"]),
                        outs=(y, s))
     if not H.expect(res, want_error, "aclnnDequantSwigluQuantV2", codes):

@@ -1,6 +1,7 @@
 """npu_dequant_swiglu_quant (group_index kernels): bit-exact against the numpy golden (int8 codes and the float32
 scale bits), the tiling, the checks, the aclnn V2 pair."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -170,8 +171,22 @@ def test_count_max_dim_limits():
 @pytest.mark.parametrize("change,status", [
     (dict(x=np.zeros((4, 96), np.int32)), 161002),                       # last dim not a multiple of 64
     (dict(group_index=None, swiglu_mode=1), 561003),                    # no-group kernels ignore swiglu_mode
+    (dict(group_index=None, quant_mode=0, quant_scale=np.ones(1, np.float32)), 161002),   # static: offset needed
     (dict(group_index=None, quant_mode=0, quant_scale=np.ones(1, np.float32),
-          quant_offset=np.zeros(1, np.float32)), 561003),                # static without group_index
+          quant_offset=np.zeros(1, np.float16)), 161002),                # float32 offset only
+    (dict(group_index=None, quant_mode=0, quant_scale=np.ones(64, np.float32),
+          quant_offset=np.zeros(3, np.float32)), 161002),                # H or 1 offsets
+    (dict(group_index=None, quant_mode=0, quant_scale=np.ones(64, np.float32),
+          quant_offset=np.zeros(1, np.float32)), 161002),                # emulator-added: H scales need H offsets
+    (dict(x=np.zeros((4, 128), np.float32), group_index=None), 161002),  # x int32 / fp16 / bf16 only
+    (dict(x=np.zeros((4, 128), np.float16)), 161002),                    # with group_index: int32 / bf16 x only
+    (dict(x=np.zeros((4, 128), ml_dtypes.bfloat16)), 561003),            # bf16 x with group_index: not emulated
+    (dict(quant_mode=0), 161002),                                        # static with groups: scale and offset needed
+    (dict(quant_mode=0, quant_scale=np.ones(2, np.float32)), 161002),
+    (dict(quant_mode=0, quant_scale=np.ones(2, np.float32), quant_offset=np.ones(2, np.float16)), 161002),
+    (dict(quant_mode=0, quant_scale=np.ones(3, np.float32), quant_offset=np.ones(3, np.float32)), 161002),  # [G]
+    (dict(quant_mode=0, quant_scale=np.ones(2, np.float32), quant_offset=np.ones((2, 64), np.float32)), 161002),
+    (dict(quant_mode=0, quant_scale=np.ones((2, 64), np.int32), quant_offset=np.ones((2, 64), np.int32)), 161002),
     (dict(group_index=None, x=np.zeros(128, np.int32)), 161002),         # SetTotalShape: at least 2 dims
     (dict(group_index=None, weight_scale=np.ones(64, np.float32)), 161002),
     (dict(group_index=None, quant_scale=np.ones(3, np.float32)), 161002),   # H or 1 elements
@@ -309,5 +324,161 @@ def test_aclnn_v1_without_group_index():
     assert st == 0
     assert aclnnDequantSwigluQuant(None, size, ex) == 0
     _check((y, s), G.dequant_swiglu_quant_nogroup(x, ws, a))
-    st, _, ex = aclnnDequantSwigluQuantGetWorkspaceSize(x, ws, a, None, None, None, None, False, None, y, s)
-    assert st == 561003 and ex is None           # quantModeOptional None = static: not emulated without groups
+    # quantModeOptional None = static; without quant_scale the kernel casts the SwiGLU result as it is (key 10009)
+    s[:] = 9
+    st, size, ex = aclnnDequantSwigluQuantGetWorkspaceSize(x, ws, a, None, None, None, None, False, None, y, s)
+    assert st == 0 and aclnnDequantSwigluQuant(None, size, ex) == 0
+    gy, _ = G.dequant_swiglu_quant_nogroup(x, ws, a, quant_mode=0)
+    assert np.array_equal(y, gy) and np.array_equal(s, np.zeros(12, np.float32))
+
+
+# static quantisation without group_index (keys 100xx, dequant_swiglu_quant_static_base.hpp) and 16-bit x
+# (keys 10000-10003, 30009-30012: no dequant)
+
+def _ng_static(T, D, qs, seed):
+    rng = np.random.default_rng(seed)
+    if qs is None:
+        return None, None
+    n = 1 if qs == "one" else D // 2
+    q = (rng.random(n) * 0.2 + 0.01).astype(np.float32)
+    o = rng.integers(-5, 5, n).astype(np.float32)
+    return q, o
+
+
+# (T, D, bias, quant_scale, activation_scale): every static key (bias kind x quant_scale size 1 / H), no quant_scale
+# (the _D key, nothing applied), column tiles (colLen 5000 > baseColLen 3968 with an fp16 bias; static UB share
+# 196352 // 53 -> 3680 -> 3584), a colLen that is not 32-byte aligned
+NG_STATIC_CASES = [
+    (13, 256, None, "H", True),           # 10009
+    (9, 192, "float32", "one", False),    # 10008
+    (6, 128, "int32", "H", True),         # 10005
+    (7, 128, "int32", "one", True),       # 10004
+    (5, 136, "bfloat16", "one", True),    # 10010
+    (5, 136, "bfloat16", "H", False),     # 10011
+    (3, 10000, "float16", "H", True),     # 10007, 2 column tiles of 3584 + a tail
+    (4, 70, "float16", "one", True),      # 10006, colLen 35
+    (4, 70, None, None, True),            # 10009 without quant_scale
+]
+
+
+@pytest.mark.parametrize("faithful", [False, True])
+@pytest.mark.parametrize("activate_left", [True, False])
+@pytest.mark.parametrize("T,D,bias,qs,asc", NG_STATIC_CASES)
+def test_nogroup_static_bit_exact(T, D, bias, qs, asc, activate_left, faithful):
+    x, ws, a, b, _ = _ng_operands(T, D, bias, None, asc, seed=T * 5 + D)
+    q, o = _ng_static(T, D, qs, seed=T + D)
+    got = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=a, bias=b, quant_scale=q, quant_offset=o,
+                                   activate_left=activate_left, quant_mode=0, faithful=faithful)
+    want = G.dequant_swiglu_quant_nogroup(x, ws, a, bias=b, quant_scale=q, quant_offset=o,
+                                          activate_left=activate_left, quant_mode=0)
+    _check(got, want)
+    assert not np.all(got[0] == 0) and np.all(got[1] == 0)    # codes present; the static kernels write no scale
+
+
+def test_nogroup_static_scalar_reciprocal_has_no_zero_rule():
+    """One quant_scale: Init computes 1 / quant_scale[0] on the scalar unit, so 0 gives +inf (saturated codes, NaN
+    for 0 * inf -> 0), while the group kernels replace a zero scale by 1; the offset of one element is read even
+    when quant_offset holds H (the kernel reads only element 0)."""
+    x, ws, a, _, _ = _ng_operands(8, 128, None, None, True, seed=21)
+    x[0, :64] = 0                                          # gate 0: 0 * inf = NaN -> code 0
+    q = np.zeros(1, np.float32)
+    o = np.arange(64, dtype=np.float32)
+    y, _ = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=a, quant_scale=q, quant_offset=o,
+                                    quant_mode=0)
+    gy, _ = G.dequant_swiglu_quant_nogroup(x, ws, a, quant_scale=q, quant_offset=o[:1], quant_mode=0)
+    assert np.array_equal(y, gy)
+    assert set(np.unique(y[1:])) <= {-128, 0, 127} and np.all(y[0] == 0)
+    yg, _ = npu_dequant_swiglu_quant(x, weight_scale=ws[None], activation_scale=a, quant_scale=q,
+                                     quant_offset=o[:1], group_index=np.array([8], np.int64), quant_mode=0)
+    assert not np.array_equal(y, yg)                      # group kernels: a zero scale means 1
+
+
+def test_default_quant_mode_is_static():
+    """op-plugin's default quant_mode=0 is static. With group_index the Dsk tiling needs quant_scale and
+    quant_offset (CheckForStaticQuant: their descs must not be null) -> 161002; without group_index a missing
+    quant_scale means no quantisation step at all: y = codes(SwiGLU)."""
+    x, ws, a, _, _ = _ng_operands(8, 128, None, None, True, seed=22)
+    with pytest.raises(AclnnError) as e:
+        npu_dequant_swiglu_quant(x, weight_scale=ws[None], activation_scale=a, group_index=np.array([8], np.int64))
+    assert e.value.status == 161002
+    y, s = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=a)
+    _check((y, s), G.dequant_swiglu_quant_nogroup(x, ws, a, quant_mode=0))
+
+
+@pytest.mark.parametrize("qs_dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_static_quant_16bit_scales_with_groups(qs_dtype, per_channel):
+    """Static quant_scale / quant_offset of float16 / bfloat16 (keys 1000001xx / 1000002xx): widened exactly."""
+    dt = np.float16 if qs_dtype == "float16" else ml_dtypes.bfloat16
+    rng, x, ws, asc = _data(seed=23)
+    gi = np.array([10, 0, 25, 5], np.int64)
+    shape = (4, 64) if per_channel else (4,)
+    qs = (rng.random(shape) * 0.2 + 0.01).astype(dt)
+    qo = rng.integers(-5, 5, shape).astype(dt)
+    if not per_channel:
+        qs[1] = 0
+    for faithful in (False, True):
+        got = npu_dequant_swiglu_quant(x, weight_scale=ws, activation_scale=asc, quant_scale=qs, quant_offset=qo,
+                                       group_index=gi, quant_mode=0, faithful=faithful)
+        _check(got, G.dequant_swiglu_quant(x, ws, asc, quant_scale=qs.astype(np.float32),
+                                           quant_offset=qo.astype(np.float32), group_index=gi, quant_mode=0))
+
+
+# (T, D, quant_mode, quant_scale): 16-bit x, dynamic with several rows per UB pass (baseRowLen 5 for 200 rows on
+# 48 cores), one row per pass (T < cores), column tiles (colLen 9000 > 7680), static with one / H / no scales
+X16_CASES = [
+    (200, 128, 1, None),
+    (7, 256, 1, "H"),
+    (6, 70, 1, "one"),
+    (2, 18000, 1, "H"),
+    (9, 192, 0, "one"),
+    (9, 192, 0, "H"),
+    (5, 70, 0, None),
+    (2, 18000, 0, "H"),
+]
+
+
+@pytest.mark.parametrize("faithful", [False, True])
+@pytest.mark.parametrize("x_dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("T,D,quant_mode,qs", X16_CASES)
+def test_nogroup_16bit_x_bit_exact(T, D, quant_mode, qs, x_dtype, faithful):
+    rng = np.random.default_rng(T + D + quant_mode)
+    dt = np.float16 if x_dtype == "float16" else ml_dtypes.bfloat16
+    x = (rng.standard_normal((T, D)) * 4).astype(dt)
+    x[0, 3] = np.inf
+    if quant_mode == 1:
+        q = None if qs is None else (rng.random(1 if qs == "one" else D // 2) + 0.5).astype(np.float32)
+        o = None
+    else:
+        q, o = _ng_static(T, D, qs, seed=T)
+    ws = np.full(D, np.nan, np.float32)                     # not read for 16-bit x
+    got = npu_dequant_swiglu_quant(x, weight_scale=ws, quant_scale=q, quant_offset=o, quant_mode=quant_mode,
+                                   activate_left=bool(T % 2), faithful=faithful)
+    _check(got, G.dequant_swiglu_quant_nogroup(x, quant_scale=q, quant_offset=o, quant_mode=quant_mode,
+                                               activate_left=bool(T % 2)))
+
+
+def test_nogroup_static_and_16bit_tiling():
+    """Static int32 x, no bias: maxTileLen = AlignDown(196352 // (12 * 4 + 1), 32) = 4000, colLen 5000 -> baseColLen
+    AlignDown(4000, 128) = 3968, key 10009 (dynamic: 196352 // 45 -> 4352), no staging workspace; bf16 x dynamic:
+    196352 // 25 = 7854 -> 7840; 200 rows on 48 cores -> baseRowLen min(7840 // 128, ceil(200 / 48)) = 5, key 30012;
+    16-bit x leaves biasIsEmpty / activateScaleIsEmpty at 0 (checkWeightBiasActivate is skipped)."""
+    st, dy = (nogroup_tiling(16, 5000, bias_dtype=None, quant_scale_size=0, activation_scale_empty=True,
+                             activate_left=False, quant_mode=qm) for qm in (0, 1))
+    assert (st.tiling.baseColLen, st.tiling_key, dy.tiling.baseColLen) == (3968, 10009, 4352)
+    assert dy.workspace_size - st.workspace_size == 16 * 5000 * 4     # only dynamic stages rows in the workspace
+    tr = nogroup_tiling(200, 64, bias_dtype=None, quant_scale_size=0, activation_scale_empty=True,
+                        activate_left=False, quant_mode=1, x_dtype="bfloat16")
+    td = tr.tiling
+    assert (td.baseRowLen, td.baseColLen, td.biasIsEmpty, td.activateScaleIsEmpty, tr.tiling_key) == \
+        (5, 64, 0, 0, 30012)
+    keys = {(qm, xd, n): nogroup_tiling(4, 64, bias_dtype=None, quant_scale_size=n, activation_scale_empty=True,
+                                         activate_left=False, quant_mode=qm, x_dtype=xd).tiling_key
+            for qm in (0, 1) for xd in ("float16", "bfloat16") for n in (1, 64)}
+    assert keys == {(0, "float16", 1): 10000, (0, "float16", 64): 10002, (0, "bfloat16", 1): 10001,
+                    (0, "bfloat16", 64): 10003, (1, "float16", 1): 30009, (1, "float16", 64): 30010,
+                    (1, "bfloat16", 1): 30011, (1, "bfloat16", 64): 30012}
+    keys = {b: nogroup_tiling(4, 64, bias_dtype=b, quant_scale_size=1, activation_scale_empty=False,
+                              activate_left=False, quant_mode=0).tiling_key
+            for b in (None, "int32", "float32", "float16", "bfloat16")}
+    assert keys == {None: 10008, "int32": 10004, "float32": 10008, "float16": 10006, "bfloat16": 10010}

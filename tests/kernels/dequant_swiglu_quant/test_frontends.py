@@ -100,3 +100,68 @@ def test_c_abi_bridge(v2):
     assert res[0] == 0, res
     assert bridge.run(name, res[2], res[1]) == (0, "")
     _same((y, s), G.dequant_swiglu_quant(x, ws, asc, group_index=gi, activate_left=True, quant_mode=1))
+
+
+def test_static_and_16bit_x_without_groups_through_torch_dask_and_c_abi():
+    """Static quant and 16-bit x without group_index (keys 10001, 10005, 30012) through torch CPU tensors, Dask row
+    chunks and the C ABI (float16 x, acl code 1)."""
+    torch = pytest.importorskip("torch")
+    import ml_dtypes
+
+    from npu_emu import ops
+
+    rng = np.random.default_rng(3)
+    xb = (rng.standard_normal((24, 128)) * 3).astype(ml_dtypes.bfloat16)
+    qs, qo = np.array([0.05], np.float32), np.array([2.0], np.float32)
+    want = G.dequant_swiglu_quant_nogroup(xb, quant_scale=qs, quant_offset=qo, quant_mode=0)
+    xt = torch.from_numpy(xb.view(np.int16)).view(torch.bfloat16)
+    y, s = ops.npu_dequant_swiglu_quant(xt, quant_scale=torch.from_numpy(qs), quant_offset=torch.from_numpy(qo))
+    assert isinstance(y, torch.Tensor) and y.dtype == torch.int8
+    _same((y.numpy(), s.numpy()), want)
+    y, s = ops.npu_dequant_swiglu_quant(xt, quant_mode=1)
+    _same((y.numpy(), s.numpy()), G.dequant_swiglu_quant_nogroup(xb, quant_mode=1))
+
+    x, ws, asc = _data(T=24, seed=4)
+    qs_h = (rng.random(64) * 0.1 + 0.01).astype(np.float32)
+    qo_h = rng.integers(-3, 3, 64).astype(np.float32)
+    kw = dict(weight_scale=ws[0], activation_scale=asc, quant_scale=qs_h, quant_offset=qo_h, quant_mode=0)
+    want = G.dequant_swiglu_quant_nogroup(x, ws[0], asc, quant_scale=qs_h, quant_offset=qo_h, quant_mode=0)
+    _same(npu_dequant_swiglu_quant(x, **kw), want)
+    da = pytest.importorskip("dask.array")
+    import warnings
+
+    import npu_emu.dask as nd
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yd, sd = nd.dequant_swiglu_quant(da.from_array(x, chunks=(7, 128)), **kw)
+        _same((yd.compute(), sd.compute()), want)
+
+    from npu_emu.cabi import bridge
+
+    xh = (rng.standard_normal((24, 128)) * 3).astype(np.float16)
+    y = np.zeros((24, 64), np.int8)
+    s = np.full(24, 7, np.float32)
+    ins = (_desc(xh, 1), None, None, None, _desc(qs, 0), _desc(qo, 0), None, False, "static")
+    res = bridge.workspace("aclnnDequantSwigluQuant", ins + (_desc(y, 2), _desc(s, 0)))
+    assert res[0] == 0, res
+    assert bridge.run("aclnnDequantSwigluQuant", res[2], res[1]) == (0, "")
+    _same((y, s), G.dequant_swiglu_quant_nogroup(xh, quant_scale=qs, quant_offset=qo, quant_mode=0))
+
+
+def test_cli_static_bf16_x(tmp_path):
+    import ml_dtypes
+
+    from npu_emu import cli
+
+    xb = (np.random.default_rng(5).standard_normal((6, 64)) * 3).astype(ml_dtypes.bfloat16)
+    xb.tofile(tmp_path / "x.bin")
+    np.array([0.04], np.float32).tofile(tmp_path / "qs.bin")
+    np.array([-1.0], np.float32).tofile(tmp_path / "qo.bin")
+    p = {k: str(tmp_path / f"{k}.bin") for k in ("x", "qs", "qo", "y", "s")}
+    assert cli.main(["run", "dequant_swiglu_quant", "--input", p["x"], "--x-dtype", "bfloat16", "--shape", "6,64",
+                     "--quant-mode", "0", "--quant-scale", p["qs"], "--quant-offset", p["qo"], "--output", p["y"],
+                     "--scale", p["s"]]) == 0
+    got = read_bin(p["y"], "int8").reshape(6, 32), read_bin(p["s"], "float32")
+    _same(got, G.dequant_swiglu_quant_nogroup(xb, quant_scale=np.array([0.04], np.float32),
+                                              quant_offset=np.array([-1.0], np.float32), quant_mode=0))

@@ -43,6 +43,19 @@ def test_specials_and_range_ends():
         assert np.float32(a).view(np.uint32) == np.float32(b).view(np.uint32) or (a != a and b != b)
 
 
+def test_negate_is_exp_of_minus_x():
+    """negate=True (DequantSwigluQuant's Muls(-1) + Exp in one pass) equals exp_f32(-x) on a strided sample of both
+    signs and on the specials (NaN compares as NaN)."""
+    xs = np.concatenate([np.arange(0, POS_HI + 1, 65537, dtype=np.uint32),
+                         np.arange(0x80000000, NEG_HI + 1, 65537, dtype=np.uint32)]).view(np.float32)
+    xs = np.concatenate([xs, np.array([0.0, -0.0, 88.5, -88.5, 104.0, -104.0, np.inf, -np.inf, np.nan], np.float32)])
+    got = np.empty_like(xs)
+    exp_f32_many(got, xs, xs.size, np.empty(xs.size, np.uint8), True)
+    want = np.array([exp_f32(np.float32(-x), EXP_CORRECTLY_ROUNDED) for x in xs], np.float32)
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    assert same.all()
+
+
 def test_strided_sample():
     assert _mismatches(0, POS_HI + 1, 4093) == 0
     assert _mismatches(0x80000000, NEG_HI + 1, 4093) == 0
