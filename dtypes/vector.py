@@ -20,7 +20,8 @@ run along a row: ``*32``) or one shift per lane read from an int16 array (a row 
 * ``*_pow2_full*``: every code, the subnormal ones by counting the midpoints the product passes, NaN -> 0, Inf and
   overflow saturating. FP4 codes are packed two per byte, element 0 in the low nibble.
 
-``bf16_masked_max32`` is the integer block maximum the OCP and dynamic-range scales start from.
+``bf16_masked_max32`` is the integer block maximum the OCP and dynamic-range scales start from;
+``bf16_masked_max32_acc`` also keeps a running maximum per lane (the column maxima of a block of rows).
 
 Every intrinsic takes 1-D C-contiguous arrays and element offsets; it reads xs[i:i + 32] (and dds[k:k + 32]) and
 writes ys[j:j + 32] (FP4: ys[j:j + 16]). With NUMBA_BOUNDSCHECK=1 both ends are checked as numba checks an index.
@@ -86,6 +87,25 @@ def bf16_masked_max32(typingctx, xs, i, mask):
                          align=2)
         return _reduce(builder, "umax", builder.and_(v, _splat(context, builder, args[2], sig.args[2])))
     return types.uint16(xs, i, mask), codegen
+
+
+@intrinsic
+def bf16_masked_max32_acc(typingctx, xs, i, acc, k, mask):
+    """bf16_masked_max32 that also folds the 32 lanes into a running maximum per lane: acc[k + l] = max(acc[k + l],
+    xs[i + l] & mask) for l < 32 (acc: uint16). A block of rows met row by row gives both axes' maxima from one
+    load of each chunk: the row chunk's (returned) and each column's (in acc)."""
+    _check_array(xs, types.uint16, "xs")
+    _check_array(acc, types.uint16, "acc")
+
+    def codegen(context, builder, sig, args):
+        v = builder.load(_chunk_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _I16, LANES),
+                         align=2)
+        v = builder.and_(v, _splat(context, builder, args[4], sig.args[4]))
+        pa = _chunk_ptr(context, builder, sig.args[2], args[2], args[3], sig.args[3], _I16, LANES)
+        a = builder.load(pa, align=2)
+        builder.store(builder.select(builder.icmp_unsigned(">", v, a), v, a), pa, align=2)
+        return _reduce(builder, "umax", v)
+    return types.uint16(xs, i, acc, k, mask), codegen
 
 
 # the steps of rint_code_bf16_pow2 (see its docstring for why each one is right); u = |h| + dd

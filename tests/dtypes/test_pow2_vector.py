@@ -147,6 +147,33 @@ def test_masked_max(mask):
     assert np.array_equal(out, (xs & mask).reshape(-1, 32).max(axis=1))
 
 
+@njit(cache=True, error_model="numpy")
+def _maxima_acc(xs, rows, mask, out, acc):
+    """A block of ``rows`` rows of acc.size columns, row by row: every chunk's maximum and the column maxima."""
+    w = acc.size
+    for r in range(rows):
+        for c in range(w // 32):
+            out[r * (w // 32) + c] = V.bf16_masked_max32_acc(xs, r * w + 32 * c, acc, 32 * c, mask)
+
+
+@pytest.mark.parametrize("mask", [0x7F80, 0x7FFF])
+def test_masked_max_acc(mask):
+    """The chunk maxima as bf16_masked_max32's, and the running lane maxima as numpy's column maxima (the start
+    values of acc count: a column whose start value exceeds every element keeps it)."""
+    rows, w = 37, 32 * 24
+    xs = np.random.default_rng(2).integers(0, 1 << 16, rows * w, dtype=np.uint16)
+    xs[:32] = 0xFFFF                                   # all-ones lanes, negative NaN included
+    xs[w:w + 32] = 0
+    acc0 = np.zeros(w, np.uint16)
+    acc0[5] = 0xFFFF
+    acc = acc0.copy()
+    out = np.empty(rows * w // 32, np.uint16)
+    _maxima_acc(xs, rows, np.uint16(mask), out, acc)
+    m = xs.reshape(rows, w) & mask
+    assert np.array_equal(out, m.reshape(-1, 32).max(axis=1))
+    assert np.array_equal(acc, np.maximum(m.max(axis=0), acc0))
+
+
 def test_bounds_checked_when_numba_checks_bounds():
     """With numba's bounds check on (NUMBA_BOUNDSCHECK=1, or boundscheck=True) a chunk that would reach past either
     end of an array is an IndexError, as an array index is; without it the intrinsics read and write unchecked."""
@@ -154,6 +181,7 @@ def test_bounds_checked_when_numba_checks_bounds():
     def chunk(xs, i, ys, j, dds, k):
         V.e2m1_pow2_full32(xs, i, ys, j, np.int16(-1024))
         V.e4m3_pow2_full_cols32(xs, i, ys, j, dds, k)
+        V.bf16_masked_max32_acc(xs, i, xs, i, np.uint16(0x7FFF))
         return V.bf16_masked_max32(xs, i, np.uint16(0x7FFF))
 
     xs = np.arange(64, dtype=np.uint16)
