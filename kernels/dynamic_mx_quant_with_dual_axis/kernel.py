@@ -37,17 +37,11 @@ from npu_emu.dtypes.vector import (
     LANES,
     bf16_masked_max32_acc,
     e1m2_pow2_dual32,
-    e1m2_pow2_full32,
-    e1m2_pow2_full_cols32,
     e2m1_pow2_dual32,
-    e2m1_pow2_full32,
-    e2m1_pow2_full_cols32,
     e4m3_pow2_dual32,
     e4m3_pow2_full_cols32,
-    e4m3_pow2_normal32,
     e5m2_pow2_dual32,
     e5m2_pow2_full_cols32,
-    e5m2_pow2_normal32,
 )
 from npu_emu.kernels.mx_quant import kernel as mx_kernel
 from npu_emu.kernels.mx_quant import launch as mx_launch
@@ -114,12 +108,13 @@ def _fused_slice(xs, xb, n, nr, w, y1, y2, yb, ystride, s1, s1b, s1stride, s2, s
     axes in two passes over the slice while it is in L2 (M_FAST, ``FUSED``). The first loads each 32-element chunk
     once and folds it into both maxima (bf16_masked_max32_acc: the row chunk's block maximum for axis -1, the column
     maxima for axis -2); the column codes and shifts follow from the table ``tab`` (_ocp_table). The second casts
-    each chunk twice, y2 with one shift per column and y1 with its row block's shift, in mx_quant's 16-bit vector
-    forms (FP8: the normal-only form, the chunk formed again by the full form when it flags a lane). Chunks whose
-    reciprocals those forms do not take (zero, Inf/NaN and extreme blocks), and the tail of fewer than 32 columns,
-    go through mx_quant's FP32 loops (_fp32_rows). The arithmetic is that of _column_blocks + _row_blocks on M_FAST
-    (the same helpers; tests/kernels/dynamic_mx_quant_with_dual_axis compare both walks). Row r's codes: mxscale1
-    from s1[s1b + r * s1stride], mxscale2 of column j at s2[s2b + 2 * j + slot]; y rows from yb, ystride apart (FP4
+    each chunk for both axes from one load (*_pow2_dual32): y2 with one shift per column in the full form, y1 with
+    its row block's shift (FP8: the normal-only form, the chunk formed again by the full form when it flags a lane).
+    A chunk with a reciprocal those forms do not take on either axis (zero, Inf/NaN and extreme blocks), and the
+    tail of fewer than 32 columns, go through mx_quant's FP32 loops (_fp32_rows) on both axes. The arithmetic is
+    that of _column_blocks + _row_blocks on M_FAST (the same helpers; tests/kernels/dynamic_mx_quant_with_dual_axis
+    compare both walks). Row r's codes: mxscale1 from s1[s1b + r * s1stride], mxscale2 of column j at
+    s2[s2b + 2 * j + slot]; y rows from yb, ystride apart (FP4
     packed). st16 holds the row chunks' maxima, SLICE_CHUNKS + 1 a row (the tail chunk included)."""
     nch = w // LANES
     wt = w - nch * LANES
@@ -179,30 +174,17 @@ def _fused_slice(xs, xb, n, nr, w, y1, y2, yb, ystride, s1, s1b, s1stride, s2, s
                 else:
                     redo = e1m2_pow2_dual32(xs, i, y1, y2, j, dd, dcol, k)
             else:
+                # a block the 16-bit forms do not take on either axis (zero, Inf/NaN, extreme): both axes of the
+                # chunk through the FP32 loops, which take every reciprocal (only these loops, not a second copy of
+                # the vector forms, are compiled into this function for it: cold compile)
                 redo = False
                 if cok[c]:
-                    if DST == D_E4M3:
-                        e4m3_pow2_full_cols32(xs, i, y2, j, dcol, k)
-                    elif DST == D_E5M2:
-                        e5m2_pow2_full_cols32(xs, i, y2, j, dcol, k)
-                    elif DST == D_E2M1:
-                        e2m1_pow2_full_cols32(xs, i, y2, j, dcol, k)
-                    else:
-                        e1m2_pow2_full_cols32(xs, i, y2, j, dcol, k)
-                else:
-                    _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), recips[k:], _0, _1, y2, j, _0)
-                if ok:
-                    if DST == D_E4M3:
-                        redo = e4m3_pow2_normal32(xs, i, y1, j, dd)
-                    elif DST == D_E5M2:
-                        redo = e5m2_pow2_normal32(xs, i, y1, j, dd)
-                    elif DST == D_E2M1:
-                        e2m1_pow2_full32(xs, i, y1, j, dd)
-                    else:
-                        e1m2_pow2_full32(xs, i, y1, j, dd)
-                else:
-                    r1[0] = u32_as_f32(np.uint32(_ocp_code_recip(e1, EM, legacy)[1] << 16))
-                    _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), r1, _0, _0, y1, j, _0)
+                    for l in range(k, k + LANES):
+                        recips[l] = u32_as_f32(np.uint32(_ocp_code_recip(np.int64(cmax[l]) >> 7, EM, legacy)[1]
+                                                          << 16))
+                _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), recips[k:], _0, _1, y2, j, _0)
+                r1[0] = u32_as_f32(np.uint32(_ocp_code_recip(e1, EM, legacy)[1] << 16))
+                _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), r1, _0, _0, y1, j, _0)
             if DST == D_E4M3:
                 if redo:
                     for t in range(LANES):
