@@ -102,6 +102,21 @@ def _ocp_table(legacy, tab):
 
 
 @njit(**_FN)
+def _fp32_chunk(xs, i, y1, y2, j, k, e1, col_ok, cmax, recips, r1, legacy):
+    """A chunk of _fused_slice with a block the 16-bit forms do not take on either axis (zero, Inf/NaN, extreme):
+    both axes through the FP32 loops, which take every reciprocal (y2: columns k .. k + 31's reciprocals, formed
+    here unless the slice already holds them, ``col_ok`` False; y1: the row block's, statistic e1). A function of
+    its own: in the chunk loop it cost the common chunks 5 ms (E4M3 benchmark) and a second copy of the vector
+    forms there cost cold compile time."""
+    if col_ok:
+        for l in range(k, k + LANES):
+            recips[l] = u32_as_f32(np.uint32(_ocp_code_recip(np.int64(cmax[l]) >> 7, EM, legacy)[1] << 16))
+    _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), recips[k:], _0, _1, y2, j, _0)
+    r1[0] = u32_as_f32(np.uint32(_ocp_code_recip(e1, EM, legacy)[1] << 16))
+    _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), r1, _0, _0, y1, j, _0)
+
+
+@njit(**_FN)
 def _fused_slice(xs, xb, n, nr, w, y1, y2, yb, ystride, s1, s1b, s1stride, s2, s2b, slot, legacy, tab, cmax, dcol,
                  cok, recips, r1, ddv, st16):
     """``nr`` (<= 32) rows x ``w`` (<= SLICE) columns from xs[xb] (row stride n) of BF16 input with OCP scales, both
@@ -174,17 +189,8 @@ def _fused_slice(xs, xb, n, nr, w, y1, y2, yb, ystride, s1, s1b, s1stride, s2, s
                 else:
                     redo = e1m2_pow2_dual32(xs, i, y1, y2, j, dd, dcol, k)
             else:
-                # a block the 16-bit forms do not take on either axis (zero, Inf/NaN, extreme): both axes of the
-                # chunk through the FP32 loops, which take every reciprocal (only these loops, not a second copy of
-                # the vector forms, are compiled into this function for it: cold compile)
                 redo = False
-                if cok[c]:
-                    for l in range(k, k + LANES):
-                        recips[l] = u32_as_f32(np.uint32(_ocp_code_recip(np.int64(cmax[l]) >> 7, EM, legacy)[1]
-                                                          << 16))
-                _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), recips[k:], _0, _1, y2, j, _0)
-                r1[0] = u32_as_f32(np.uint32(_ocp_code_recip(e1, EM, legacy)[1] << 16))
-                _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), r1, _0, _0, y1, j, _0)
+                _fp32_chunk(xs, i, y1, y2, j, k, e1, cok[c], cmax, recips, r1, legacy)
             if DST == D_E4M3:
                 if redo:
                     for t in range(LANES):
