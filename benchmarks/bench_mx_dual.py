@@ -2,7 +2,8 @@
 
 Baselines in the same run: the op's numpy golden (kernels/dynamic_mx_quant_with_dual_axis/golden.py) and two
 separate npu_dynamic_mx_quant calls (axis -1, then axis -2), the one-pass-instead-of-two comparison. Trackers are
-lower-is-better ratios: dual / golden (goal <= 1/30) and dual / two calls (goal <= 1/1.5).
+lower-is-better ratios: dual / golden (goal <= 1/30) and dual / two calls (goal <= 1/1.5; the median of five
+interleaved pairs).
 """
 
 import ml_dtypes
@@ -56,7 +57,12 @@ class DynamicMxQuantWithDualAxis:
         self.two_calls()
 
     def track_dual_over_two_calls(self, dst, threads):
-        return common.best_seconds(self.dual, 3) / common.best_seconds(self.two_calls, 3)
+        # the calls interleaved, the median of five ratios: on a shared host the load drifts within a run, and a
+        # best-of on each side compares moments of different load
+        ratios = []
+        for _ in range(5):
+            ratios.append(common.best_seconds(self.dual, 1) / common.best_seconds(self.two_calls, 1))
+        return float(np.median(ratios))
     track_dual_over_two_calls.unit = "x two npu_dynamic_mx_quant calls"
 
     def track_dual_over_numpy_golden(self, dst, threads):

@@ -20,7 +20,11 @@ run along a row: ``*32``) or one shift per lane read from an int16 array (a row 
 * ``*_pow2_full*``: every code, the subnormal ones by counting the midpoints the product passes, NaN -> 0, Inf and
   overflow saturating. FP4 codes are packed two per byte, element 0 in the low nibble.
 
-``bf16_masked_max32`` is the integer block maximum the OCP and dynamic-range scales start from.
+``*_pow2_dual32`` (the dual-axis op) casts one chunk twice from one load: with one shift (FP8 in the normal-only
+form, returning its flag) and with a shift per lane (the full form).
+
+``bf16_masked_max32`` is the integer block maximum the OCP and dynamic-range scales start from;
+``bf16_masked_max32_acc`` also keeps a running maximum per lane (the column maxima of a block of rows).
 
 Every intrinsic takes 1-D C-contiguous arrays and element offsets; it reads xs[i:i + 32] (and dds[k:k + 32]) and
 writes ys[j:j + 32] (FP4: ys[j:j + 16]). With NUMBA_BOUNDSCHECK=1 both ends are checked as numba checks an index.
@@ -88,6 +92,25 @@ def bf16_masked_max32(typingctx, xs, i, mask):
     return types.uint16(xs, i, mask), codegen
 
 
+@intrinsic
+def bf16_masked_max32_acc(typingctx, xs, i, acc, k, mask):
+    """bf16_masked_max32 that also folds the 32 lanes into a running maximum per lane: acc[k + l] = max(acc[k + l],
+    xs[i + l] & mask) for l < 32 (acc: uint16). A block of rows met row by row gives both axes' maxima from one
+    load of each chunk: the row chunk's (returned) and each column's (in acc)."""
+    _check_array(xs, types.uint16, "xs")
+    _check_array(acc, types.uint16, "acc")
+
+    def codegen(context, builder, sig, args):
+        v = builder.load(_chunk_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _I16, LANES),
+                         align=2)
+        v = builder.and_(v, _splat(context, builder, args[4], sig.args[4]))
+        pa = _chunk_ptr(context, builder, sig.args[2], args[2], args[3], sig.args[3], _I16, LANES)
+        a = builder.load(pa, align=2)
+        builder.store(builder.select(builder.icmp_unsigned(">", v, a), v, a), pa, align=2)
+        return _reduce(builder, "umax", v)
+    return types.uint16(xs, i, acc, k, mask), codegen
+
+
 # the steps of rint_code_bf16_pow2 (see its docstring for why each one is right); u = |h| + dd
 
 def _normal(builder, u, mb, max_code):
@@ -119,6 +142,14 @@ def _full(builder, h, dd, mb, max_code, sbit):
     c = builder.select(builder.icmp_signed(">=", a, _k(0x7F80)), _k(max_code), c)
     c = builder.or_(c, _sign(builder, h, sbit))
     return builder.select(builder.icmp_signed(">", a, _k(0x7F80)), _k(0), c)
+
+
+def _normal_redo(builder, a, u, mb):
+    """The lanes whose code the normal-only steps may get wrong: NaN/Inf, or a product whose code is a nonzero
+    subnormal one (below -mb * 128 the product is at most half the smallest subnormal: code 0, which the clamp
+    gives)."""
+    return builder.or_(builder.and_(builder.icmp_signed(">", u, _k(-(mb << 7))), builder.icmp_signed("<", u, _k(128))),
+                       builder.icmp_signed(">=", a, _k(0x7F80)))
 
 
 def _store_codes(builder, c, py, fp4):
@@ -158,11 +189,7 @@ def _make_cast(mb, max_code, sbit, fp4, normal, per_lane, name):
             a = builder.and_(h, _k(0x7FFF))
             u = builder.add(a, ddv)
             _store_codes(builder, builder.or_(_normal(builder, u, mb, max_code), _sign(builder, h, sbit)), py, fp4)
-            # below -mb * 128 the product is at most half the smallest subnormal: code 0, which the clamp gives
-            redo = builder.or_(builder.and_(builder.icmp_signed(">", u, _k(-(mb << 7))),
-                                            builder.icmp_signed("<", u, _k(128))),
-                               builder.icmp_signed(">=", a, _k(0x7F80)))
-            return _reduce(builder, "or", redo)
+            return _reduce(builder, "or", _normal_redo(builder, a, u, mb))
         ret = types.boolean if normal else types.none
         return (ret(xs, i, ys, j, dd, k) if per_lane else ret(xs, i, ys, j, dd)), codegen
 
@@ -174,6 +201,46 @@ def _make_cast(mb, max_code, sbit, fp4, normal, per_lane, name):
             return typer(xs, i, ys, j, dd, None)
     cast.__name__ = cast.__qualname__ = name
     return intrinsic(cast)
+
+
+def _make_dual(mb, max_code, sbit, fp4, name):
+    """The intrinsic (xs, i, y1, y2, j, dd, dds, k): one load of a chunk, cast twice (the two forms' common steps,
+    |h| and the sign, formed once): into y1[j:] with the one shift dd (FP8: the normal-only form, whose redo flag it
+    returns; FP4: the full form, returning False) and into y2[j:] with lane l's shift dds[k + l] (the full form)."""
+    ybytes = LANES // 2 if fp4 else LANES
+
+    def dual(typingctx, xs, i, y1, y2, j, dd, dds, k):
+        _check_array(xs, types.uint16, "xs")
+        _check_array(y1, types.uint8, "y1")
+        _check_array(y2, types.uint8, "y2")
+        _check_array(dds, types.int16, "dds")
+        if not isinstance(dd, types.Integer):
+            raise TypingError(f"{name} takes one integer shift dd for y1, got {dd}")
+
+        def codegen(context, builder, sig, args):
+            px = _chunk_ptr(context, builder, sig.args[0], args[0], args[1], sig.args[1], _I16, LANES)
+            p1 = _chunk_ptr(context, builder, sig.args[2], args[2], args[4], sig.args[4], _I8, ybytes)
+            p2 = _chunk_ptr(context, builder, sig.args[3], args[3], args[4], sig.args[4], _I8, ybytes)
+            h = builder.load(px, align=2)
+            ddv = builder.load(_chunk_ptr(context, builder, sig.args[6], args[6], args[7], sig.args[7], _I16, LANES),
+                               align=2)
+            dd1 = _splat(context, builder, args[5], sig.args[5])
+            c2 = _full(builder, h, ddv, mb, max_code, sbit)
+            if fp4:
+                c1 = _full(builder, h, dd1, mb, max_code, sbit)
+                redo = ir.Constant(_I1, 0)
+            else:
+                a = builder.and_(h, _k(0x7FFF))
+                u = builder.add(a, dd1)
+                c1 = builder.or_(_normal(builder, u, mb, max_code), _sign(builder, h, sbit))
+                redo = _reduce(builder, "or", _normal_redo(builder, a, u, mb))
+            _store_codes(builder, c1, p1, fp4)
+            _store_codes(builder, c2, p2, fp4)
+            return redo
+        return types.boolean(xs, i, y1, y2, j, dd, dds, k), codegen
+
+    dual.__name__ = dual.__qualname__ = name
+    return intrinsic(dual)
 
 
 # (mantissa bits, largest finite code, sign bit) per format: §5.1 (FP8), §7.1 (FP4, code in the low nibble);
@@ -189,3 +256,8 @@ e4m3_pow2_full_cols32 = _make_cast(*_FMT["e4m3"], False, True, "e4m3_pow2_full_c
 e5m2_pow2_full_cols32 = _make_cast(*_FMT["e5m2"], False, True, "e5m2_pow2_full_cols32")
 e2m1_pow2_full_cols32 = _make_cast(*_FMT["e2m1"], False, True, "e2m1_pow2_full_cols32")
 e1m2_pow2_full_cols32 = _make_cast(*_FMT["e1m2"], False, True, "e1m2_pow2_full_cols32")
+# both axes of a chunk at once (the dual-axis op): y1 with the chunk's shift, y2 with one shift per column
+e4m3_pow2_dual32 = _make_dual(*_FMT["e4m3"], "e4m3_pow2_dual32")
+e5m2_pow2_dual32 = _make_dual(*_FMT["e5m2"], "e5m2_pow2_dual32")
+e2m1_pow2_dual32 = _make_dual(*_FMT["e2m1"], "e2m1_pow2_dual32")
+e1m2_pow2_dual32 = _make_dual(*_FMT["e1m2"], "e1m2_pow2_dual32")

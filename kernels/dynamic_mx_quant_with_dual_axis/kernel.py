@@ -18,9 +18,10 @@ in two places, both carried by the switch vectors the launcher builds (docs/ops/
 zero tests of scale_alg 1 / 2), and the element multiply (y1: BF16 inputs in BF16; y2: FP8 in FP32, FP4 in BF16).
 
 MindSpeed's call (BF16 input, rint, OCP scales: M_FAST) takes the fused walk instead (``FUSED``, _fused_slice): the
-group in slices of 256 columns, one pass forming both axes' maxima and scales, a second casting each 32-element
-chunk for both axes while the slice is in L1, through the same 16-bit vector forms and FP32 loops of kernels/mx_quant;
-x is read from memory once (docs/ops/dynamic_mx_quant_with_dual_axis.md §6).
+group in slices of up to SLICE columns (whole rows at MindSpeed's sizes: one contiguous run of x), one pass loading
+each 32-element chunk once for both axes' maxima, the codes and shifts from a table, a second casting each chunk for
+both axes while the slice is in L2, through the same 16-bit vector forms and FP32 loops of kernels/mx_quant; x is
+read from memory once (docs/ops/dynamic_mx_quant_with_dual_axis.md §6).
 
 Specialised like kernels/mx_quant/kernel.py: ``DST`` (D_* kind), ``MODE`` (M_FAST / M_ELEMENT) and ``FUSED`` are
 constants of each copy, loaded by :func:`device`, so a call compiles one format and one walk. Cores write disjoint
@@ -34,17 +35,13 @@ from npu_emu.device.jit_options import PARALLEL
 from npu_emu.dtypes.scalar import u32_as_f32
 from npu_emu.dtypes.vector import (
     LANES,
-    bf16_masked_max32,
-    e1m2_pow2_full32,
-    e1m2_pow2_full_cols32,
-    e2m1_pow2_full32,
-    e2m1_pow2_full_cols32,
+    bf16_masked_max32_acc,
+    e1m2_pow2_dual32,
+    e2m1_pow2_dual32,
+    e4m3_pow2_dual32,
     e4m3_pow2_full_cols32,
-    e4m3_pow2_normal32,
-    e4m3_pow2_normal_cols32,
+    e5m2_pow2_dual32,
     e5m2_pow2_full_cols32,
-    e5m2_pow2_normal32,
-    e5m2_pow2_normal_cols32,
 )
 from npu_emu.kernels.mx_quant import kernel as mx_kernel
 from npu_emu.kernels.mx_quant import launch as mx_launch
@@ -70,12 +67,13 @@ _fp32_rows = _MX._fp32_rows if _MX is not None else None
 _pow2_shift = _MX._pow2_shift if _MX is not None else None
 EM = EMAX_OF[DST] if DST is not None else 0
 BLOCK = 32
-# columns of one slice of the fused walk: a 32-row group of them (16 KiB of BF16) stays in L1 between the maxima
-# pass and the casts of both axes; the device's blockW
-SLICE = 1024
+# columns of one slice of the fused walk: a 32-row group of a whole row of up to 8192 columns (at most 512 KiB of
+# BF16, one core's L2 on the reference host) is one contiguous run of x, read at the memory's streaming rate, and
+# stays near the core between the maxima pass and the casts of both axes. E4M3 [8192, 7168], warm outputs, one
+# thread: 41 ms against 47 ms with 1024-column slices (32 rows of 2 KiB pieces 14 KiB apart)
+SLICE = 8192
 SLICE_CHUNKS = SLICE // LANES
 YCHUNK = LANES // 2 if FP4 else LANES          # y bytes of one 32-element chunk
-FULL_FIRST = 9
 
 
 def device(dst, mode, fused=False):
@@ -90,107 +88,127 @@ def device(dst, mode, fused=False):
 
 
 @njit(**_FN)
-def _fused_slice(xs, xb, n, nr, w, y1, y2, yb, ystride, s1, s1b, s1stride, s2, s2b, slot, legacy, cmax, dcol, cok,
-                 recips, r1, ddv, st1, dmax):
+def _ocp_table(legacy, tab):
+    """What the fused walk needs of an OCP block, by its statistic e (the maximum biased exponent, 0 .. 255), from
+    _ocp_code_recip and _pow2_shift: tab[e] the scale code, tab[256 + e] the shift of its reciprocal, tab[512 + e]
+    whether the 16-bit forms take it. Three loads per block instead of the scale arithmetic, which costs more than
+    the block's maximum."""
+    for e in range(256):
+        code, rb = _ocp_code_recip(np.int64(e), EM, legacy)
+        d, ok = _pow2_shift(u32_as_f32(np.uint32(rb << 16)))
+        tab[e] = code
+        tab[256 + e] = d
+        tab[512 + e] = ok
+
+
+@njit(**_FN)
+def _fp32_chunk(xs, i, y1, y2, j, k, e1, col_ok, cmax, recips, r1, legacy):
+    """A chunk of _fused_slice with a block the 16-bit forms do not take on either axis (zero, Inf/NaN, extreme):
+    both axes through the FP32 loops, which take every reciprocal (y2: columns k .. k + 31's reciprocals, formed
+    here unless the slice already holds them, ``col_ok`` False; y1: the row block's, statistic e1). A function of
+    its own: in the chunk loop it cost the common chunks 5 ms (E4M3 benchmark) and a second copy of the vector
+    forms there cost cold compile time."""
+    if col_ok:
+        for l in range(k, k + LANES):
+            recips[l] = u32_as_f32(np.uint32(_ocp_code_recip(np.int64(cmax[l]) >> 7, EM, legacy)[1] << 16))
+    _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), recips[k:], _0, _1, y2, j, _0)
+    r1[0] = u32_as_f32(np.uint32(_ocp_code_recip(e1, EM, legacy)[1] << 16))
+    _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), r1, _0, _0, y1, j, _0)
+
+
+@njit(**_FN)
+def _fused_slice(xs, xb, n, nr, w, y1, y2, yb, ystride, s1, s1b, s1stride, s2, s2b, slot, legacy, tab, cmax, dcol,
+                 cok, recips, r1, ddv, st16):
     """``nr`` (<= 32) rows x ``w`` (<= SLICE) columns from xs[xb] (row stride n) of BF16 input with OCP scales, both
-    axes in two passes over the slice while it is in L1 (M_FAST, ``FUSED``): the first forms the column maxima
-    (axis -2: one block per column) and each row's 32-column block maxima (axis -1), the scale codes and
-    reciprocals of both; the second casts each 32-element chunk twice, y2 with one shift per column and y1 with
-    its row block's shift, in mx_quant's 16-bit vector forms (FP8: the normal-only form, the chunk formed again by
-    the full form when it flags a lane). Chunks whose reciprocals those forms do not take (zero, Inf/NaN and extreme
-    blocks), and the tail of fewer than 32 columns, go through mx_quant's FP32 loops (_fp32_rows). The arithmetic is
+    axes in two passes over the slice while it is in L2 (M_FAST, ``FUSED``). The first loads each 32-element chunk
+    once and folds it into both maxima (bf16_masked_max32_acc: the row chunk's block maximum for axis -1, the column
+    maxima for axis -2); the column codes and shifts follow from the table ``tab`` (_ocp_table). The second casts
+    each chunk for both axes from one load (*_pow2_dual32): y2 with one shift per column in the full form, y1 with
+    its row block's shift (FP8: the normal-only form, the chunk formed again by the full form when it flags a lane).
+    A chunk with a reciprocal those forms do not take on either axis (zero, Inf/NaN and extreme blocks), and the
+    tail of fewer than 32 columns, go through mx_quant's FP32 loops (_fp32_rows) on both axes. The arithmetic is
     that of _column_blocks + _row_blocks on M_FAST (the same helpers; tests/kernels/dynamic_mx_quant_with_dual_axis
     compare both walks). Row r's codes: mxscale1 from s1[s1b + r * s1stride], mxscale2 of column j at
-    s2[s2b + 2 * j + slot]; y rows from yb, ystride apart (FP4 packed)."""
+    s2[s2b + 2 * j + slot]; y rows from yb, ystride apart (FP4
+    packed). st16 holds the row chunks' maxima, SLICE_CHUNKS + 1 a row (the tail chunk included)."""
     nch = w // LANES
     wt = w - nch * LANES
-    okc = cok[SLICE_CHUNKS:SLICE_CHUNKS + w]          # per-column verdicts after the chunk ones
+    rp = SLICE_CHUNKS + 1
     mask = np.uint16(0x7F80)
     for j in range(w):
         cmax[j] = 0
     for r in range(nr):
         row = xb + r * n
-        xr = xs[row:row + w]
-        for j in range(w):
-            cmax[j] = max(np.uint16(xr[j] & mask), cmax[j])
         for c in range(nch):
-            e1 = np.int64(bf16_masked_max32(xs, row + c * LANES, mask)) >> 7
-            code, rb = _ocp_code_recip(e1, EM, legacy)
-            st1[r * SLICE_CHUNKS + c] = e1
-            s1[s1b + r * s1stride + c] = np.uint8(code)
-            r1[r * (SLICE_CHUNKS + 1) + c] = u32_as_f32(np.uint32(rb << 16))
+            st16[r * rp + c] = bf16_masked_max32_acc(xs, row + c * LANES, cmax, c * LANES, mask)
         if wt > 0:
             m = np.uint16(0)
             for i in range(nch * LANES, w):
-                m = max(m, np.uint16(xr[i] & mask))
-            code, rb = _ocp_code_recip(np.int64(m) >> 7, EM, legacy)
-            s1[s1b + r * s1stride + nch] = np.uint8(code)
-            r1[r * (SLICE_CHUNKS + 1) + nch] = u32_as_f32(np.uint32(rb << 16))
-    # column scales without branches (the loop vectorises), then each chunk's verdicts
-    for j in range(w):
-        code, rb = _ocp_code_recip(np.int64(cmax[j]) >> 7, EM, legacy)
-        s2[s2b + 2 * j + slot] = np.uint8(code)
-        rc = u32_as_f32(np.uint32(rb << 16))
-        recips[j] = rc
-        d, ok = _pow2_shift(rc)
-        dcol[j] = d
-        okc[j] = ok
+                v = np.uint16(xs[row + i] & mask)
+                cmax[i] = max(v, cmax[i])
+                m = max(m, v)
+            st16[r * rp + nch] = m
+    # the column codes and shifts, and each chunk's verdict: whether the 16-bit forms take all its shifts; then the FP32 reciprocals only where the FP32 loops need them
     for c in range(nch):
-        good = True
-        top = np.int16(-32768)
-        for l in range(c * LANES, c * LANES + LANES):
-            good &= okc[l]
-            top = max(top, dcol[l])
-        cok[c] = good
-        dmax[c] = top
+        good = np.int16(1)
+        for j in range(c * LANES, c * LANES + LANES):
+            e = cmax[j] >> 7
+            s2[s2b + 2 * j + slot] = np.uint8(tab[e])
+            dcol[j] = tab[256 + e]
+            good &= tab[512 + e]
+        cok[c] = good != 0
+    for j in range(nch * LANES, w):
+        s2[s2b + 2 * j + slot] = np.uint8(tab[cmax[j] >> 7])
+    for c in range(nch + (1 if wt > 0 else 0)):
+        if c == nch or not cok[c]:
+            for j in range(c * LANES, min(w, c * LANES + LANES)):
+                recips[j] = u32_as_f32(np.uint32(_ocp_code_recip(np.int64(cmax[j]) >> 7, EM, legacy)[1] << 16))
     for r in range(nr):
         row = xb + r * n
         yrow = yb + r * ystride
+        sr = s1b + r * s1stride
         for c in range(nch):
             i = row + c * LANES
             k = c * LANES
             j = yrow + c * YCHUNK
-            # FP8 column chunks: the normal-only form, or straight the full form when the chunk's largest product
-            # lies within FULL_FIRST binades of the format's normal range, where the normal-only form would flag
-            # it most of the time (the two forms give the same codes wherever the normal-only one does not flag)
-            if cok[c]:
-                full = (st1[r * SLICE_CHUNKS + c] << 7) + 127 + dmax[c] < 128 * (1 + FULL_FIRST)
+            e1 = np.int64(st16[r * rp + c]) >> 7
+            s1[sr + c] = np.uint8(tab[e1])
+            ok = tab[512 + e1] != 0
+            dd = tab[256 + e1]
+            # y2 in the full form straight away: a column block spans tokens of different magnitudes, so the
+            # normal-only form would flag about 30 % of the chunks (the benchmark's data), at random; the branch it
+            # then takes and the second form cost more than the full form alone. y1 in the normal-only form (FP8),
+            # formed again by the full one in the rare chunk it flags
+            if ok and cok[c]:
                 if DST == D_E4M3:
-                    if full or e4m3_pow2_normal_cols32(xs, i, y2, j, dcol, k):
-                        e4m3_pow2_full_cols32(xs, i, y2, j, dcol, k)
+                    redo = e4m3_pow2_dual32(xs, i, y1, y2, j, dd, dcol, k)
                 elif DST == D_E5M2:
-                    if full or e5m2_pow2_normal_cols32(xs, i, y2, j, dcol, k):
-                        e5m2_pow2_full_cols32(xs, i, y2, j, dcol, k)
+                    redo = e5m2_pow2_dual32(xs, i, y1, y2, j, dd, dcol, k)
                 elif DST == D_E2M1:
-                    e2m1_pow2_full_cols32(xs, i, y2, j, dcol, k)
+                    redo = e2m1_pow2_dual32(xs, i, y1, y2, j, dd, dcol, k)
                 else:
-                    e1m2_pow2_full_cols32(xs, i, y2, j, dcol, k)
+                    redo = e1m2_pow2_dual32(xs, i, y1, y2, j, dd, dcol, k)
             else:
-                _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), recips[k:], _0, _1, y2, j, _0)
-            ri = r * (SLICE_CHUNKS + 1) + c
-            dd, ok = _pow2_shift(r1[ri])
-            if ok:
-                if DST == D_E4M3:
-                    if e4m3_pow2_normal32(xs, i, y1, j, dd):
-                        for t in range(LANES):
-                            ddv[t] = dd
-                        e4m3_pow2_full_cols32(xs, i, y1, j, ddv, _0)
-                elif DST == D_E5M2:
-                    if e5m2_pow2_normal32(xs, i, y1, j, dd):
-                        for t in range(LANES):
-                            ddv[t] = dd
-                        e5m2_pow2_full_cols32(xs, i, y1, j, ddv, _0)
-                elif DST == D_E2M1:
-                    e2m1_pow2_full32(xs, i, y1, j, dd)
-                else:
-                    e1m2_pow2_full32(xs, i, y1, j, dd)
-            else:
-                _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), r1[ri:], _0, _0, y1, j, _0)
+                redo = False
+                _fp32_chunk(xs, i, y1, y2, j, k, e1, cok[c], cmax, recips, r1, legacy)
+            if DST == D_E4M3:
+                if redo:
+                    for t in range(LANES):
+                        ddv[t] = dd
+                    e4m3_pow2_full_cols32(xs, i, y1, j, ddv, _0)
+            elif DST == D_E5M2:
+                if redo:
+                    for t in range(LANES):
+                        ddv[t] = dd
+                    e5m2_pow2_full_cols32(xs, i, y1, j, ddv, _0)
         if wt > 0:
             i = row + nch * LANES
             j = yrow + nch * YCHUNK
+            e1 = np.int64(st16[r * rp + nch]) >> 7
+            s1[sr + nch] = np.uint8(tab[e1])
+            r1[0] = u32_as_f32(np.uint32(_ocp_code_recip(e1, EM, legacy)[1] << 16))
             _fp32_rows(xs, i, _0, _0, _1, np.int64(wt), recips[nch * LANES:], _0, _1, y2, j, _0)
-            _fp32_rows(xs, i, _0, _0, _1, np.int64(wt), r1[r * (SLICE_CHUNKS + 1) + nch:], _0, _0, y1, j, _0)
+            _fp32_rows(xs, i, _0, _0, _1, np.int64(wt), r1, _0, _0, y1, j, _0)
 
 
 @njit(**_FN)
@@ -228,7 +246,7 @@ def _staged_task(x_gm, y1_gm, s1_gm, y2_gm, s2_gm, ub_x, ub_y1, ub_y2, ub_s1, ub
 
 
 @njit(**_INL)
-def _segment(td, t, cbn, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, dcol, cok, r1, ddv, st1, dmax,
+def _segment(td, t, cbn, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, dcol, cok, r1, ddv, st16, tab,
              ub_x, ub_y1, ub_y2, ub_s1, ub_s2, p1, p2, r32, mlb32):
     """ProcessOneLoop of tasks t .. t + cbn - 1, consecutive column blocks of one row block (cbn = 1: one task,
     as the device runs it): the rows in 32-row groups, both axes from each group (``FUSED``: in slices of SLICE
@@ -267,7 +285,7 @@ def _segment(td, t, cbn, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, t
                 _fused_slice(x_gm, xbase + g0 * n + cs, n, g1 - g0, min(SLICE, ncols - cs), y1_gm, y2_gm,
                              ybase + g0 * ystride + (cs // 2 if FP4 else cs), ystride, s1_gm,
                              (batch * m + g0) * s1cols + (c0 + cs) // bs, s1cols, s2_gm, s2b + 2 * cs, grp % 2,
-                             legacy, scr16, dcol, cok, recips, r1, ddv, st1, dmax)
+                             legacy, tab, scr16, dcol, cok, recips, r1, ddv, st16)
             for r in range(g0, g1 if pad else g0):
                 s1_gm[(batch * m + r) * s1cols + c0 // bs + nblk] = 0
         else:
@@ -304,11 +322,13 @@ def _core(core, td, merge, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2, r32, mlb32)
     recips = np.empty(w, np.float32)
     todo = np.empty(0 if FUSED else w // td.blockSize, np.int8)
     dcol = np.empty(w if FUSED else 0, np.int16)
-    cok = np.empty(SLICE_CHUNKS + SLICE if FUSED else 0, np.bool_)
-    r1 = np.empty(BLOCK * (SLICE_CHUNKS + 1) if FUSED else 0, np.float32)
+    cok = np.empty(SLICE_CHUNKS if FUSED else 0, np.bool_)
+    r1 = np.empty(1 if FUSED else 0, np.float32)
     ddv = np.empty(LANES if FUSED else 0, np.int16)
-    st1 = np.empty(BLOCK * SLICE_CHUNKS if FUSED else 0, np.int64)
-    dmax = np.empty(SLICE_CHUNKS if FUSED else 0, np.int64)
+    st16 = np.empty(BLOCK * (SLICE_CHUNKS + 1) if FUSED else 0, np.uint16)      # a slice's row chunk maxima
+    tab = np.empty(768 if FUSED else 0, np.int16)
+    if FUSED:
+        _ocp_table(p1[P_LEGACY] != 0, tab)
     # UB of the staged path (FAITHFUL): one task's x tile, y1 / y2 tiles, scale1 rows, scale2 pair rows (32-byte
     # row pitches, as DataCopyPad lays them out; single-buffered: double buffering changes timing, not values)
     hb = td.splitBlockH if FAITHFUL else 0
@@ -322,7 +342,7 @@ def _core(core, td, merge, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2, r32, mlb32)
     while t < first + count:
         cbn = min(nb1 - t % nb1, first + count - t, span)
         _segment(td, np.int64(t), np.int64(cbn), x_gm, y1_gm, s1_gm, y2_gm, s2_gm, scr, scr16, recips, todo, dcol,
-                 cok, r1, ddv, st1, dmax, ub_x, ub_y1, ub_y2, ub_s1, ub_s2, p1, p2, r32, mlb32)
+                 cok, r1, ddv, st16, tab, ub_x, ub_y1, ub_y2, ub_s1, ub_s2, p1, p2, r32, mlb32)
         t += cbn
 
 

@@ -132,6 +132,48 @@ def test_normal_forms_equal_scalar_form_where_they_do_not_ask_for_the_redo(fmt):
 
 
 @njit(cache=True, error_model="numpy")
+def _dual_and_single(fmt, xs, dd, dds, y1, y2, f1, r1, r2, g1):
+    """Every chunk of xs through the dual form (y1 with the one shift dd, y2 with dds per lane; its flags in f1) and
+    through the single forms it stands for (r1 / g1: one shift, normal-only for FP8; r2: per lane, full)."""
+    for c in range(xs.size // 32):
+        i = 32 * c
+        j = i // 2 if fmt >= 2 else i
+        if fmt == 0:
+            f1[c] = V.e4m3_pow2_dual32(xs, i, y1, y2, j, dd, dds, i)
+            g1[c] = V.e4m3_pow2_normal32(xs, i, r1, j, dd)
+            V.e4m3_pow2_full_cols32(xs, i, r2, j, dds, i)
+        elif fmt == 1:
+            f1[c] = V.e5m2_pow2_dual32(xs, i, y1, y2, j, dd, dds, i)
+            g1[c] = V.e5m2_pow2_normal32(xs, i, r1, j, dd)
+            V.e5m2_pow2_full_cols32(xs, i, r2, j, dds, i)
+        elif fmt == 2:
+            f1[c] = V.e2m1_pow2_dual32(xs, i, y1, y2, j, dd, dds, i)
+            V.e2m1_pow2_full32(xs, i, r1, j, dd)
+            V.e2m1_pow2_full_cols32(xs, i, r2, j, dds, i)
+        else:
+            f1[c] = V.e1m2_pow2_dual32(xs, i, y1, y2, j, dd, dds, i)
+            V.e1m2_pow2_full32(xs, i, r1, j, dd)
+            V.e1m2_pow2_full_cols32(xs, i, r2, j, dds, i)
+
+
+@pytest.mark.parametrize("fmt", list(FORMATS))
+def test_dual_form_equals_the_two_single_forms(fmt):
+    """The dual-axis form (one load, two casts) gives, for every BF16 pattern and every admitted shift of y1 (y2: a
+    shift per lane drawn from the admitted range), the bytes and the redo flag of the single forms proven above:
+    y1 = the one-shift form (FP8 normal-only, FP4 full), y2 = the full form with a shift per lane; FP4 never flags."""
+    rng = np.random.default_rng(3)
+    shifts = np.array(_shifts(fmt), np.int16)
+    xs = rng.permutation(ALL)
+    nb = xs.size // 2 if fmt in FP4 else xs.size
+    y1, y2, r1, r2 = (np.full(nb, 0xEE, np.uint8) for _ in range(4))
+    f1, g1 = np.empty(xs.size // 32, np.bool_), np.zeros(xs.size // 32, np.bool_)
+    for dd in shifts:
+        dds = rng.choice(shifts, xs.size).astype(np.int16)
+        _dual_and_single(list(FORMATS).index(fmt), xs, dd, dds, y1, y2, f1, r1, r2, g1)
+        assert np.array_equal(y1, r1) and np.array_equal(y2, r2) and np.array_equal(f1, g1), dd
+
+
+@njit(cache=True, error_model="numpy")
 def _maxima(xs, mask, out):
     for c in range(xs.size // 32):
         out[c] = V.bf16_masked_max32(xs, 32 * c, mask)
@@ -147,6 +189,33 @@ def test_masked_max(mask):
     assert np.array_equal(out, (xs & mask).reshape(-1, 32).max(axis=1))
 
 
+@njit(cache=True, error_model="numpy")
+def _maxima_acc(xs, rows, mask, out, acc):
+    """A block of ``rows`` rows of acc.size columns, row by row: every chunk's maximum and the column maxima."""
+    w = acc.size
+    for r in range(rows):
+        for c in range(w // 32):
+            out[r * (w // 32) + c] = V.bf16_masked_max32_acc(xs, r * w + 32 * c, acc, 32 * c, mask)
+
+
+@pytest.mark.parametrize("mask", [0x7F80, 0x7FFF])
+def test_masked_max_acc(mask):
+    """The chunk maxima as bf16_masked_max32's, and the running lane maxima as numpy's column maxima (the start
+    values of acc count: a column whose start value exceeds every element keeps it)."""
+    rows, w = 37, 32 * 24
+    xs = np.random.default_rng(2).integers(0, 1 << 16, rows * w, dtype=np.uint16)
+    xs[:32] = 0xFFFF                                   # all-ones lanes, negative NaN included
+    xs[w:w + 32] = 0
+    acc0 = np.zeros(w, np.uint16)
+    acc0[5] = 0xFFFF
+    acc = acc0.copy()
+    out = np.empty(rows * w // 32, np.uint16)
+    _maxima_acc(xs, rows, np.uint16(mask), out, acc)
+    m = xs.reshape(rows, w) & mask
+    assert np.array_equal(out, m.reshape(-1, 32).max(axis=1))
+    assert np.array_equal(acc, np.maximum(m.max(axis=0), acc0))
+
+
 def test_bounds_checked_when_numba_checks_bounds():
     """With numba's bounds check on (NUMBA_BOUNDSCHECK=1, or boundscheck=True) a chunk that would reach past either
     end of an array is an IndexError, as an array index is; without it the intrinsics read and write unchecked."""
@@ -154,6 +223,8 @@ def test_bounds_checked_when_numba_checks_bounds():
     def chunk(xs, i, ys, j, dds, k):
         V.e2m1_pow2_full32(xs, i, ys, j, np.int16(-1024))
         V.e4m3_pow2_full_cols32(xs, i, ys, j, dds, k)
+        V.bf16_masked_max32_acc(xs, i, xs, i, np.uint16(0x7FFF))
+        V.e4m3_pow2_dual32(xs, i, ys, ys, j, np.int16(-1024), dds, k)
         return V.bf16_masked_max32(xs, i, np.uint16(0x7FFF))
 
     xs = np.arange(64, dtype=np.uint16)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dual_cases import TORCH_CODE, random_x, special_x
-from npu_emu.kernels.dynamic_mx_quant_with_dual_axis import api, golden, launch
+from npu_emu.kernels.dynamic_mx_quant_with_dual_axis import api, golden, kernel, launch
 from npu_emu.kernels.mx_quant.kernel import M_ELEMENT, M_FAST
 
 
@@ -34,15 +34,17 @@ def test_fused_walk_taken_only_for_fast_ocp():
 
 
 @pytest.mark.parametrize("dst", list(TORCH_CODE))
-@pytest.mark.parametrize("shape", [(2, 100, 200), (70, 600), (33, 38), (1, 64, 544)])
+@pytest.mark.parametrize("shape", [(2, 100, 200), (70, 600), (33, 38), (1, 64, 544), (40, 8230)])
 def test_fused_equals_per_axis_walk(dst, shape):
     """Same bits from the fused slices as from _column_blocks + _row_blocks (OCP, BF16, RINT: M_FAST): special
     blocks (zeros, Inf/NaN, tiny, huge: reciprocals the 16-bit forms do not take), tails narrower than 32 columns,
-    a row block shorter than 32 rows, slices of SLICE columns and a last one narrower."""
+    a row block shorter than 32 rows, slices of SLICE (8192) columns and a last one narrower (8230 on one core: a
+    segment of the whole row, its last slice 38 columns)."""
     x = special_x("bfloat16", 3, shape) if len(shape) == 3 else random_x(shape, "bfloat16", 4, spread=40)
     code = TORCH_CODE[dst]
-    a = _walk(x, code, True)
-    b = _walk(x, code, False)
+    kw = dict(core_num=1) if shape[-1] > kernel.SLICE else {}
+    a = _walk(x, code, True, **kw)
+    b = _walk(x, code, False, **kw)
     for u, v in zip(a, b):
         assert np.array_equal(_bits(u), _bits(v))
     want = golden.dual_axis_quant(x, dst)
