@@ -78,7 +78,8 @@ def _case(data):
         xin = H.readonly(np.concatenate([x, np.zeros(shape[:-1] + (extra,), dt)], axis=-1))
         dst, y_kind, smooth, group, want_error = 16, "int4", None, None, True
     if qm == "perchannel" and kw["ub_size"] is not None and want_error is False:
-        want_error = None    # a UB override this small can leave mBlockSize <= 0: 561002 (docs §9.2)
+        # a UB override this small can leave mBlockSize <= 0: 561002 (docs/ops/dynamic_quant.md §9.2)
+        want_error = None
     return x, xin, x_name, smooth, group, dst, y_kind, qm, dtm, asym, kw, want_error
 
 
