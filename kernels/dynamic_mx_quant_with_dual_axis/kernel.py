@@ -60,7 +60,10 @@ MODE = const("MODE")
 FUSED = bool(const("FUSED", False))
 FAITHFUL = MODE == mx_kernel.M_FAITHFUL
 FP4 = DST is not None and DST >= D_E2M1
-_MX = mx_launch.device(DST, MODE) if DST is not None else None
+# the fused walk calls mx_quant's FP32 loops only in their per-column form (a row block's reciprocal repeated per
+# lane), so it loads the column-walk copy: _fp32_rows compiles one loop instead of two (and is the copy
+# GroupedDynamicMxQuant compiles); the per-axis walks need both walks' helpers
+_MX = (mx_launch.device(DST, MODE, mx_kernel.W_COLS if FUSED else mx_kernel.W_ANY) if DST is not None else None)
 _column_blocks = _MX._column_blocks if _MX is not None else None
 _row_blocks = _MX._row_blocks if _MX is not None else None
 _fp32_rows = _MX._fp32_rows if _MX is not None else None
@@ -101,6 +104,12 @@ def _ocp_table(legacy, tab):
         tab[512 + e] = ok
 
 
+@njit(**_INL)
+def _fill(a, n, v):
+    for t in range(n):
+        a[t] = v
+
+
 @njit(**_FN)
 def _fp32_chunk(xs, i, y1, y2, j, k, e1, col_ok, cmax, recips, r1, legacy):
     """A chunk of _fused_slice with a block the 16-bit forms do not take on either axis (zero, Inf/NaN, extreme):
@@ -112,8 +121,8 @@ def _fp32_chunk(xs, i, y1, y2, j, k, e1, col_ok, cmax, recips, r1, legacy):
         for l in range(k, k + LANES):
             recips[l] = u32_as_f32(np.uint32(_ocp_code_recip(np.int64(cmax[l]) >> 7, EM, legacy)[1] << 16))
     _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), recips[k:], _0, _1, y2, j, _0)
-    r1[0] = u32_as_f32(np.uint32(_ocp_code_recip(e1, EM, legacy)[1] << 16))
-    _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), r1, _0, _0, y1, j, _0)
+    _fill(r1, LANES, u32_as_f32(np.uint32(_ocp_code_recip(e1, EM, legacy)[1] << 16)))
+    _fp32_rows(xs, i, _0, _0, _1, np.int64(LANES), r1, _0, _1, y1, j, _0)
 
 
 @njit(**_FN)
@@ -206,9 +215,9 @@ def _fused_slice(xs, xb, n, nr, w, y1, y2, yb, ystride, s1, s1b, s1stride, s2, s
             j = yrow + nch * YCHUNK
             e1 = np.int64(st16[r * rp + nch]) >> 7
             s1[sr + nch] = np.uint8(tab[e1])
-            r1[0] = u32_as_f32(np.uint32(_ocp_code_recip(e1, EM, legacy)[1] << 16))
+            _fill(r1, wt, u32_as_f32(np.uint32(_ocp_code_recip(e1, EM, legacy)[1] << 16)))
             _fp32_rows(xs, i, _0, _0, _1, np.int64(wt), recips[nch * LANES:], _0, _1, y2, j, _0)
-            _fp32_rows(xs, i, _0, _0, _1, np.int64(wt), r1, _0, _0, y1, j, _0)
+            _fp32_rows(xs, i, _0, _0, _1, np.int64(wt), r1, _0, _1, y1, j, _0)
 
 
 @njit(**_FN)
@@ -323,7 +332,7 @@ def _core(core, td, merge, x_gm, y1_gm, s1_gm, y2_gm, s2_gm, p1, p2, r32, mlb32)
     todo = np.empty(0 if FUSED else w // td.blockSize, np.int8)
     dcol = np.empty(w if FUSED else 0, np.int16)
     cok = np.empty(SLICE_CHUNKS if FUSED else 0, np.bool_)
-    r1 = np.empty(1 if FUSED else 0, np.float32)
+    r1 = np.empty(LANES if FUSED else 0, np.float32)     # a row block's reciprocal, once per lane
     ddv = np.empty(LANES if FUSED else 0, np.int16)
     st16 = np.empty(BLOCK * (SLICE_CHUNKS + 1) if FUSED else 0, np.uint16)      # a slice's row chunk maxima
     tab = np.empty(768 if FUSED else 0, np.int16)

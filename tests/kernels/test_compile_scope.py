@@ -82,12 +82,24 @@ def test_mx_faithful_fp4_call_compiles_no_fused_loop(tmp_path):
     assert not mine & {"_convert_fast", "_convert_run", "_fp32_rows", "_pow2_rows", "_run_pass"}
 
 
-def test_mx_grouped_call_loads_its_format_only():
+def test_mx_grouped_call_loads_its_format_only(tmp_path):
+    # cold: with a warm cache only the kernel's own dispatcher holds a signature, whatever it compiled
     compiled, copies = probe(
-        BF16_X + "ops.npu_grouped_dynamic_mx_quant(x, np.array([32, 64], np.int32), dst_type=23)")
+        BF16_X + "ops.npu_grouped_dynamic_mx_quant(x, np.array([32, 64], np.int32), dst_type=23)", tmp_path)
     copy = f"{MX}[DST=1,MODE=0,WALK=2]"
     assert copies == [copy]
-    assert in_copy(compiled, copy) == {"grouped_fused_kernel"}
+    mine = in_copy(compiled, copy)
+    assert {"grouped_fused_kernel", "_column_blocks"} <= mine
+    # no dynamic walk, no run (last-axis) loops, no per-element path
+    assert not mine & {"dynamic_mx_quant_kernel", "_dynamic_unit", "_row_blocks", "_run_pass", "_enc_one"}
+
+
+def test_dual_fused_call_shares_the_column_copy(tmp_path):
+    # the dual-axis fused walk takes mx_quant's FP32 loops from the column-walk copy (their per-column form only)
+    compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant_with_dual_axis(x, dst_type=296)", tmp_path)
+    mx_copy = f"{MX}[DST=2,MODE=0,WALK=2]"
+    assert mx_copy in copies and not [c for c in copies if c.startswith(MX) and c != mx_copy]
+    assert in_copy(compiled, mx_copy) == {"_fp32_rows"}
 
 
 def test_mx_call_along_another_axis_compiles_no_last_axis_loops(tmp_path):
