@@ -75,6 +75,25 @@ class _Plan:
     pass
 
 
+def _new_plan(x, smooth, group, xd, y_desc, *, symmetrical, div_model, faithful):
+    """The plan's fields both architectures share (after the checks of the call's descriptors)."""
+    launch.div_model_code(div_model)
+    p = _Plan()
+    p.int4 = y_desc[0] in ("int4", "int32")
+    p.y_int32 = y_desc[0] == "int32"
+    p.asym = not symmetrical
+    p.x_dtype = xd[0]
+    p.shape = tuple(x.shape)
+    p.L = int(x.shape[-1])
+    p.rows = int(np.prod(x.shape[:-1], dtype=np.int64))
+    p.empty = x.size == 0 or p.rows == 0
+    p.x, p.smooth, p.group = x, smooth, group
+    p.div_model = div_model
+    p.faithful = bool(faithful)
+    p.result = None
+    return p
+
+
 def _prepare(x, smooth, group, y_desc, scale_desc, offset_desc, *, symmetrical, quant_mode, soc, core_num, ub_size,
              div_model, faithful, tiling, validate, force_key=None, dry=False, dst_type_max=0.0):
     """Checks + tiling -> a plan that ``_execute`` runs. ``x``/``smooth``/``group``: numpy arrays or None."""
@@ -86,22 +105,7 @@ def _prepare(x, smooth, group, y_desc, scale_desc, offset_desc, *, symmetrical, 
         return _prepare_950(x, smooth, group, xd, sd, gd, y_desc, symmetrical=symmetrical, quant_mode=quant_mode,
                             soc=soc, core_num=core_num, ub_size=ub_size, div_model=div_model, faithful=faithful,
                             tiling=tiling, validate=validate, dry=dry, dst_type_max=dst_type_max)
-    launch.div_model_code(div_model)
-    p = _Plan()
-    p.int4 = y_desc[0] in ("int4", "int32")
-    p.y_int32 = y_desc[0] == "int32"
-    p.asym = not symmetrical
-    p.x_dtype = xd[0]
-    p.shape = tuple(x.shape)
-    p.L = int(x.shape[-1])
-    p.rows = int(np.prod(x.shape[:-1], dtype=np.int64))
-    p.empty = x.size == 0 or p.rows == 0
-    p.x = x
-    p.smooth = smooth
-    p.group = group
-    p.div_model = div_model
-    p.faithful = bool(faithful)
-    p.result = None
+    p = _new_plan(x, smooth, group, xd, y_desc, symmetrical=symmetrical, div_model=div_model, faithful=faithful)
     if p.empty:
         return p
     group_num = checks.check_tiling_inputs(xd, sd, gd, p.int4)
@@ -128,23 +132,10 @@ _Y_DT_950 = {"int8": DT_INT8, "int4": DT_INT4, "hifloat8": DT_HIFLOAT8, "float8_
 def _prepare_950(x, smooth, group, xd, sd, gd, y_desc, *, symmetrical, quant_mode, soc, core_num, ub_size, div_model,
                  faithful, tiling, validate, dry, dst_type_max):
     """Ascend 950: every version runs DynamicQuantV2's arch35 kernels (aclnn_dynamic_quant.cpp, IsRegbase)."""
-    launch.div_model_code(div_model)
-    p = _Plan()
+    p = _new_plan(x, smooth, group, xd, y_desc, symmetrical=symmetrical, div_model=div_model, faithful=faithful)
     p.arch35 = True
     p.quant_mode = quant_mode
-    p.y_kind = "int4" if y_desc[0] in ("int4", "int32") else y_desc[0]
-    p.int4 = p.y_kind == "int4"
-    p.y_int32 = y_desc[0] == "int32"
-    p.asym = not symmetrical
-    p.x_dtype = xd[0]
-    p.shape = tuple(x.shape)
-    p.L = int(x.shape[-1])
-    p.rows = int(np.prod(x.shape[:-1], dtype=np.int64))
-    p.empty = x.size == 0 or p.rows == 0
-    p.x, p.smooth, p.group = x, smooth, group
-    p.div_model = div_model
-    p.faithful = bool(faithful)
-    p.result = None
+    p.y_kind = "int4" if p.int4 else y_desc[0]
     # DynamicQuantRegbaseTiling::CheckAttrs (561002 as a failed tiling), before the empty-tensor exit of op_host;
     # aclnn returns for an empty tensor before the kernel is tiled at all
     if p.empty:

@@ -50,6 +50,8 @@ from npu_emu.ascendc.vector import div_f32
 from npu_emu.device.specialize import const, load, njit
 from npu_emu.dtypes.scalar import encode_e4m3fn, encode_e5m2, encode_hif8
 from npu_emu.kernels.dynamic_quant import row_quant as rq
+# GetSmoothIndex of dynamic_quant_regbase_moe_*.h is the A2 kernels' (dynamic_quant_moe*.h) search
+from npu_emu.kernels.dynamic_quant.kernel import _smooth_index
 
 FAITHFUL = const("FAITHFUL", False)
 XDT = const("XDT", DT_BF16)
@@ -166,16 +168,6 @@ def _quant(buf, n, s, o, y, yoff, ti, tu, div_model):
             v = np.float32(v + o)
         buf[i] = v
     _store(buf, n, y, yoff, ti)
-
-
-@njit(**_FN)
-def _smooth_index(group, group_num, real_row, gv, start):
-    """GetSmoothIndex (dynamic_quant_regbase_moe_*.h): the first index >= start whose value >= real_row."""
-    for index in range(start, group_num):
-        gv = group[index]
-        if gv >= real_row:
-            return index, gv
-    return start, gv
 
 
 @njit(**_FN)
