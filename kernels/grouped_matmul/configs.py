@@ -40,21 +40,31 @@ config("grouped_matmul.bf16", "plain bfloat16 (float_accum exact)")(_gmm(None, F
 config("grouped_matmul.fp16", "plain float16 (float_accum exact)")(_gmm(None, False, plain=np.float16))
 
 
-@config("grouped_matmul.mxfp8_bf16", "MXFP8 e4m3fn with E8M0 scales per 32 on ascend950pr, split M -> bfloat16")
-def _gmm_mxfp8():
-    import ml_dtypes
+def _gmm_mx(fmt, seed, with_bias):
+    """An MX split-M call on ascend950pr: x and weight in ``fmt`` with E8M0 scales per 32, -> bfloat16."""
+    def build():
+        import ml_dtypes
 
-    from npu_emu.ops import npu_grouped_matmul
+        from npu_emu.ops import npu_grouped_matmul
 
-    rng = _rng(950)
-    e, m, k, n = 2, 12, 64, 32
-    x = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
-    w = rng.standard_normal((e, k, n)).astype(ml_dtypes.float8_e4m3fn)
-    s2 = rng.integers(120, 134, (e, 1, n, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
-    s1 = rng.integers(120, 134, (m, 1, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
-    gl = np.array([5, 12], np.int64)
-    return lambda: npu_grouped_matmul([x], [w], scale=[s2], per_token_scale=[s1], group_list=gl, split_item=3,
-                                      group_type=0, output_dtype="bfloat16", soc="ascend950pr")
+        rng = _rng(seed)
+        e, m, k, n = 2, 12, 64, 32
+        dt = getattr(ml_dtypes, fmt)
+        x = rng.standard_normal((m, k)).astype(dt)
+        w = rng.standard_normal((e, k, n)).astype(dt)
+        s2 = rng.integers(120, 134, (e, 1, n, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+        s1 = rng.integers(120, 134, (m, 1, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
+        bias = [rng.uniform(-1, 1, (e, n)).astype(np.float32)] if with_bias else None
+        gl = np.array([5, 12], np.int64)
+        return lambda: npu_grouped_matmul([x], [w], scale=[s2], per_token_scale=[s1], bias=bias, group_list=gl,
+                                          split_item=3, group_type=0, output_dtype="bfloat16", soc="ascend950pr")
+    return build
+
+
+config("grouped_matmul.mxfp8_bf16", "MXFP8 e4m3fn with E8M0 scales per 32 on ascend950pr, split M -> bfloat16")(
+    _gmm_mx("float8_e4m3fn", 950, False))
+config("grouped_matmul.mxfp4_bf16", "MXFP4 e2m1 with E8M0 scales per 32 and a float32 bias on ascend950pr -> bfloat16")(
+    _gmm_mx("float4_e2m1fn", 951, True))
 
 
 @config("grouped_matmul.w8a16_bf16", "antiquant W8A16: bfloat16 x, int8 weight, per-channel antiquant scale / offset")
@@ -70,24 +80,6 @@ def _gmm_w8a16():
     gl = np.array([5, 12], np.int64)
     return lambda: npu_grouped_matmul([x], [w], antiquant_scale=[s], antiquant_offset=[o], group_list=gl,
                                       split_item=3, group_type=0)
-
-
-@config("grouped_matmul.mxfp4_bf16", "MXFP4 e2m1 with E8M0 scales per 32 and a float32 bias on ascend950pr -> bfloat16")
-def _gmm_mxfp4():
-    import ml_dtypes
-
-    from npu_emu.ops import npu_grouped_matmul
-
-    rng = _rng(951)
-    e, m, k, n = 2, 12, 64, 32
-    x = rng.standard_normal((m, k)).astype(ml_dtypes.float4_e2m1fn)
-    w = rng.standard_normal((e, k, n)).astype(ml_dtypes.float4_e2m1fn)
-    s2 = rng.integers(120, 134, (e, 1, n, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
-    s1 = rng.integers(120, 134, (m, 1, 2)).astype(np.uint8).view(ml_dtypes.float8_e8m0fnu)
-    b = rng.uniform(-1, 1, (e, n)).astype(np.float32)
-    gl = np.array([5, 12], np.int64)
-    return lambda: npu_grouped_matmul([x], [w], scale=[s2], per_token_scale=[s1], bias=[b], group_list=gl,
-                                      split_item=3, group_type=0, output_dtype="bfloat16", soc="ascend950pr")
 
 
 @config("grouped_matmul.w4a8_mx_bf16", "W4A8-MX: float8_e4m3fn x, transposed NZ float4_e2m1 weight, E8M0 antiquant "
