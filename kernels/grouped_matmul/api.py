@@ -33,6 +33,7 @@ from npu_emu.frontend.core import (
 )
 from npu_emu.kernels.grouped_matmul import antiquant, api_forms as forms, checks, launch, mx, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import accum
+from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul.api import NzWeight
 
 DEFAULT_SOC = "ascend910b2"
@@ -157,12 +158,16 @@ def _compute(args, mode, x, wnd, bias, scale, pt, ent, tr, y, float_accum, valid
         check_memory(4 * m_x * n, "GroupedMatmul int32 workspace")
         acc = np.empty((m_x, n), np.int32)
         launch.int_cube(x, wnd, ent, acc)
-        s32 = scale.astype(np.float32)
+        off9 = None
+        if args.y_dtype == "int8":           # the uint64 FixPipe words: t19 scale (bits 0..31), int9 offset
+            s32, off9 = tqp.deq_scale(scale), tqp.deq_offset(scale)
+        else:
+            s32 = scale.astype(np.float32)
         bias_i = bias if bias is not None and bias.dtype == np.int32 else empty_i
         bias_f = bias.astype(np.float32) if bias is not None and bias.dtype != np.int32 else empty_f
         ptv = np.zeros(0, np.float32) if pt is None else pt
         launch.run_epilogue(tr, ent, args, acc, np.zeros(0, np.float32), s32, ptv, bias_i, bias_f,
-                            launch.OUT_CODES[args.y_dtype], y, validate)
+                            launch.OUT_CODES[args.y_dtype], y, validate, off9=off9)
         return
     check_memory(4 * m_x * n, "GroupedMatmul fp32 workspace")
     acc = np.empty((m_x, n), np.float32)

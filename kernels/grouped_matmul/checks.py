@@ -12,7 +12,7 @@ import numpy as np
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 
 MAX_GROUP_LIST_SIZE_TENSOR = 1024
-QUANT_OUT = ("int32", "bfloat16", "float16")
+QUANT_OUT = ("int8", "int32", "bfloat16", "float16")
 FLOAT_IN = ("bfloat16", "float16", "float32")
 
 
@@ -135,9 +135,6 @@ def _check_en(shape, e, n, name):
 
 def _check_quant(a, m, e, n):
     if a.y_dtype not in QUANT_OUT:
-        if a.y_dtype == "int8":
-            _err("npu-emu does not implement int8 output of the quant GroupedMatmul (uint64 FixPipe scale) yet; "
-                 "use output_dtype int32, bfloat16 or float16")
         _err(f"Expect yDtype is int8, int32, float16 or bfloat16 in quant case, but now y[0] dtype is {a.y_dtype}")
     if a.bias_dtype is not None:
         if a.bias_dtype not in ("int32", "bfloat16"):
@@ -156,10 +153,15 @@ def _check_quant(a, m, e, n):
     per_token = a.pt_dtype is not None
     ok_bf16 = a.scale_dtype == "bfloat16" and a.y_dtype == "bfloat16"
     ok_fp16 = a.scale_dtype == "float32" and a.y_dtype == "float16"
-    if not (ok_bf16 or ok_fp16):
-        _err(("per-token" if per_token else "per-channel") + " quant case only supports scale data type bfloat16 with "
-             "output data type bfloat16, or scale with data type float32 when output is float16, but now scale[0] "
-             f"has data type {a.scale_dtype} and output has data type {a.y_dtype}!")
+    ok_int8 = a.scale_dtype in ("int64", "uint64") and a.y_dtype == "int8"
+    if per_token and not (ok_bf16 or ok_fp16):
+        _err("per-token quant case only supports scale data type bfloat16 with output data type bfloat16, or scale "
+             f"with data type float32 when output is float16, but now scale[0] has data type {a.scale_dtype} and "
+             f"output has data type {a.y_dtype}!")
+    if not per_token and not (ok_int8 or ok_bf16 or ok_fp16):
+        _err("per-channel quant case only supports scale with data type int64/uint64 when output is int8, or data "
+             "type bfloat16 when output is bfloat16, or data type float32 when output is float16, but scale[0] has "
+             f"data type {a.scale_dtype} and output has data type {a.y_dtype}!")
     _check_en(a.scale_shape, e, n, "scale")
     if per_token:
         if a.pt_dtype != "float32":

@@ -11,7 +11,7 @@ import numpy as np
 from npu_emu.frontend.binfile import parse_shape, read_bin, write_bin, write_case
 
 _LABELS = {"float8_e8m0": ml_dtypes.float8_e8m0fnu, "int4": ml_dtypes.int4, "float4_e2m1": ml_dtypes.float4_e2m1fn}
-_MODES = ("int32", "pertoken_bf16", "pertoken_fp16", "bf16")
+_MODES = ("int32", "pertoken_bf16", "pertoken_fp16", "int8", "bf16")
 
 
 def _tensor(p, name, required=False, help_text="", default_dtype=None):
@@ -19,7 +19,8 @@ def _tensor(p, name, required=False, help_text="", default_dtype=None):
     p.add_argument(f"--{flag}", required=required, help=f"{help_text} (.bin)")
     p.add_argument(f"--{flag}-shape", type=parse_shape, help=f"shape of --{flag}, e.g. 8,7168,2048")
     p.add_argument(f"--{flag}-dtype", default=default_dtype,
-                   help=f"dtype of --{flag} (default {default_dtype}): int8, int32, int64, float32, float16, bfloat16; "
+                   help=f"dtype of --{flag} (default {default_dtype}): int8, int32, int64, uint64, float32, float16, "
+                        f"bfloat16; "
                         f"float8_e4m3fn, float8_e5m2, float8_e8m0, float4_e2m1, int4 (one element a byte)")
 
 
@@ -41,7 +42,8 @@ def _add_run(p):
     _tensor(p, "x", True, "activation (M, K)", "int8")
     _tensor(p, "weight", True, "weight (E, K, N); (K, N) with --group-type 2", "int8")
     _tensor(p, "group_list", True, "int64 group list (E,) or (E, 2)", "int64")
-    _tensor(p, "scale", help_text="per-channel scale (E, N): bfloat16 for bf16 out, float32 for fp16 out",
+    _tensor(p, "scale", help_text="per-channel scale (E, N): bfloat16 for bf16 out, float32 for fp16 out, the uint64 "
+                                  "FixPipe words (npu-emu run trans_quant_param) for int8 out",
             default_dtype="bfloat16")
     _tensor(p, "per_token_scale", help_text="per-token scale (M,)", default_dtype="float32")
     _tensor(p, "bias", help_text="bias (E, N)", default_dtype="int32")
@@ -49,7 +51,7 @@ def _add_run(p):
             default_dtype="float16")
     _tensor(p, "antiquant_offset", help_text="antiquant offset, shaped and typed as --antiquant-scale",
             default_dtype="float16")
-    p.add_argument("--output-dtype", default=None, help="int32, bfloat16, float16 (default: x's dtype)")
+    p.add_argument("--output-dtype", default=None, help="int8, int32, bfloat16, float16 (default: x's dtype)")
     p.add_argument("--group-list-type", type=int, default=0, choices=(0, 1, 2))
     p.add_argument("--group-type", type=int, default=0, choices=(0, 2))
     p.add_argument("--split-item", type=int, default=3, choices=(2, 3))
@@ -96,10 +98,11 @@ def _shape(a):
     from npu_emu.kernels.grouped_matmul import tiling
 
     x = "bfloat16" if a.mode == "bf16" else "int8"
-    y = {"int32": "int32", "pertoken_bf16": "bfloat16", "pertoken_fp16": "float16", "bf16": "bfloat16"}[a.mode]
-    scale = {"pertoken_bf16": "bfloat16", "pertoken_fp16": "float32"}.get(a.mode)
+    y = {"int32": "int32", "pertoken_bf16": "bfloat16", "pertoken_fp16": "float16", "int8": "int8",
+         "bf16": "bfloat16"}[a.mode]
+    scale = {"pertoken_bf16": "bfloat16", "pertoken_fp16": "float32", "int8": "uint64"}.get(a.mode)
     return tiling.GmmShape(group_num=a.e, m=a.m, k=a.k, n=a.n, x_dtype=x, w_dtype=x, y_dtype=y, scale_dtype=scale,
-                           per_token=scale is not None, weight_nz=a.weight_nz)
+                           per_token=a.mode.startswith("pertoken"), weight_nz=a.weight_nz)
 
 
 def _tiling(a):
@@ -136,7 +139,7 @@ def _add_golden(p):
     p.add_argument("--m", type=int, default=64)
     p.add_argument("--k", type=int, default=64)
     p.add_argument("--n", type=int, default=32)
-    p.add_argument("--mode", default="pertoken_bf16", choices=_MODES[:3])
+    p.add_argument("--mode", default="pertoken_bf16", choices=_MODES[:4])
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -153,6 +156,15 @@ def _golden(a):
     if a.mode == "int32":
         y = g.grouped_matmul_quant(x, w, counts, group_list_type=1, out_dtype="int32")
         attrs["output_dtype"] = "int32"
+    elif a.mode == "int8":
+        from npu_emu.kernels.quant_matmul.trans_quant_param import trans_quant_param
+
+        s = rng.uniform(1e-3, 6e-3, (a.e, a.n)).astype(np.float32)
+        off = rng.integers(-16, 16, (a.e, a.n)).astype(np.float32)
+        words = trans_quant_param(s.reshape(-1), off.reshape(-1)).reshape(a.e, a.n)
+        y = g.grouped_matmul_quant(x, w, counts, group_list_type=1, scale=words, out_dtype="int8")
+        inputs.update(scale=words)
+        attrs.update(output_dtype="int8", scale_dtype="uint64")
     else:
         import ml_dtypes
 
@@ -172,7 +184,7 @@ def _golden(a):
 
 COMMANDS = {
     "grouped_matmul": {
-        "help": "npu_grouped_matmul: the MoE expert GEMM (A8W8 -> int32 / per-token bf16, fp16; plain float)",
+        "help": "npu_grouped_matmul: the MoE expert GEMM (A8W8 -> int32 / int8 / per-token bf16, fp16; plain float)",
         "run": (_add_run, _run),
         "tiling": (_add_tiling, _tiling),
         "golden": (_add_golden, _golden),

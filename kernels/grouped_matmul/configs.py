@@ -22,7 +22,10 @@ def _gmm(out, per_token, plain=None):
         x = rng.integers(-128, 128, (m, k), dtype=np.int16).astype(np.int8)
         w = rng.integers(-128, 128, (e, k, n), dtype=np.int16).astype(np.int8)
         kw = {"output_dtype": out, "group_list": gl, "split_item": 3, "group_type": 0}
-        if out != "int32":
+        if out == "int8":                     # the uint64 FixPipe words (scale bits only, offset 0)
+            s = rng.uniform(1e-3, 1e-2, (e, n)).astype(np.float32)
+            kw["scale"] = [s.view(np.uint32).astype(np.uint64)]
+        elif out != "int32":
             s = rng.uniform(1e-3, 1e-2, (e, n)).astype(np.float32)
             kw["scale"] = [_bf16(s) if out == "bfloat16" else s]
         if per_token:
@@ -34,6 +37,7 @@ def _gmm(out, per_token, plain=None):
 
 config("grouped_matmul.int8_int32",
        "A8W8 -> int32 (the exact BLAS cube; compiles only the walk of the access check)")(_gmm("int32", False))
+config("grouped_matmul.int8_int8", "A8W8 per-channel -> int8 (uint64 FixPipe words)")(_gmm("int8", False))
 config("grouped_matmul.int8_pertoken_bf16", "A8W8 per-channel x per-token -> bfloat16")(_gmm("bfloat16", True))
 config("grouped_matmul.int8_pertoken_fp16", "A8W8 per-channel x per-token -> float16")(_gmm("float16", True))
 config("grouped_matmul.bf16", "plain bfloat16 (float_accum exact)")(_gmm(None, False, plain=_bf16(np.zeros(1)).dtype))

@@ -39,7 +39,8 @@ def _bf16(v32):
 
 def grouped_matmul_quant(x, weight, group_list, *, group_list_type=0, scale=None, per_token_scale=None,
                          bias=None, out_dtype="int32", fill=0):
-    """A8W8: int32 = exact sum of int8 products (+ int32 bias, wrapping as the int32 accumulator); bf16/fp16 out:
+    """A8W8: int32 = exact sum of int8 products (+ int32 bias, wrapping as the int32 accumulator); int8 out (uint64
+    / int64 FixPipe words in ``scale``): REQ8 of f32(acc) * t19(word) with the word's int9 offset; bf16/fp16 out:
     f32(acc) * scale[n] (f32), * per_token[m] (f32), + bias (bf16 -> f32), each product / sum rounded to fp32,
     then rounded to bf16 (RNE) or fp16 (RNE)."""
     x = np.asarray(x)
@@ -63,10 +64,24 @@ def grouped_matmul_quant(x, weight, group_list, *, group_list_type=0, scale=None
     rows = group_rows(group_list, group_list_type, weight.shape[0])
     v = acc32.astype(np.float32)
     sc = np.zeros((m_total, n), np.float32)
+    off = np.zeros((m_total, n), np.int64)
     for g, r0, m in rows:
         if m > 0:
-            sc[r0:r0 + m] = np.asarray(scale)[g].astype(np.float32)
+            if out_dtype == "int8":
+                words = np.asarray(scale)[g].view(np.uint64)
+                # the FixPipe word: bits 0..31 the fp32 scale truncated to 19 bits, bits 37..45 a signed int9
+                sc[r0:r0 + m] = (words & np.uint64(0xFFFFE000)).astype(np.uint32).view(np.float32)
+                o9 = ((words >> np.uint64(37)) & np.uint64(0x1FF)).astype(np.int64)
+                off[r0:r0 + m] = np.where(o9 >= 256, o9 - 512, o9)
+            else:
+                sc[r0:r0 + m] = np.asarray(scale)[g].astype(np.float32)
     v = (v * sc).astype(np.float32)
+    if out_dtype == "int8":
+        # REQ8: round half to even to an int9 range, add the offset, saturate to int8 (NaN -> 0, as npu-emu writes)
+        r = np.clip(np.rint(np.nan_to_num(v.astype(np.float64), nan=0.0)), -256, 255).astype(np.int64)
+        y = np.full((m_total, n), fill, np.int8)
+        y[done] = np.clip(r + off, -128, 127)[done].astype(np.int8)
+        return y
     if per_token_scale is not None:
         v = (v * np.asarray(per_token_scale, np.float32)[:, None]).astype(np.float32)
         if bias is not None and np.asarray(bias).dtype != np.int32:

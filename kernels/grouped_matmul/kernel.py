@@ -99,8 +99,8 @@ def walk_blocks(walk, group_m, out):
 
 
 @njit(cache=True, error_model="numpy")
-def _dequant_block(row0, rows, col0, cols, n, base_n, vec_m, acc_i, acc_f, s2, pt, bias_i, bias_f, cfg, work, o8,
-                   y8):
+def _dequant_block(row0, rows, col0, cols, n, base_n, vec_m, acc_i, acc_f, s2, pt, bias_i, bias_f, off9, cfg, work,
+                   o8, y8):
     """Dequant of one block: column chunks of baseN (VectorCompute's nDim loop), row chunks of vecBaseM, each
     CopyIn -> the element chain -> Cast -> CopyOut (DataCopyPad2D into y)."""
     out_u16 = o8.view(np.uint16)
@@ -115,8 +115,8 @@ def _dequant_block(row0, rows, col0, cols, n, base_n, vec_m, acc_i, acc_f, s2, p
             for i in range(rn):
                 r = r0 + i
                 sc1 = pt[r] if use_pt else np.float32(1.0)
-                _dequant_row(acc_i, acc_f, r * n + c0, bias_i, bias_f, c0, s2, c0, sc1, use_pt, bias_i[:0], cfg,
-                             work, out_u16, out_f32, out_i32, out_i8, 0, cn)
+                _dequant_row(acc_i, acc_f, r * n + c0, bias_i, bias_f, c0, s2, c0, sc1, use_pt, off9, cfg, work,
+                             out_u16, out_f32, out_i32, out_i8, 0, cn)
                 dst = r * n + c0                                 # CopyOut (typed, element size OSIZE)
                 if OSIZE == 2:
                     y16 = y8.view(np.uint16)
@@ -132,11 +132,16 @@ def _dequant_block(row0, rows, col0, cols, n, base_n, vec_m, acc_i, acc_f, s2, p
 
 
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
-def gmm_epilogue_kernel(walk, group_m, group_row, acc_i, acc_f, scale, pt, bias_i, bias_f, cfg, y8):
+def gmm_epilogue_kernel(walk, group_m, group_row, acc_i, acc_f, scale, pt, bias_i, bias_f, off9, cfg, y8):
     """GMMProcess::Process over the per-token / per-channel dequant of GMMQuantMixCoreCompute, every core a prange
     iteration. acc_i / acc_f: the int32 / fp32 L0C results (M*N, the GM workspace; one is empty); scale (G, N) fp32
     (bf16 scales widened exactly);
-    pt (M,) fp32 or empty; bias_i (G, N) int32 or (G, 0); bias_f (G, N) fp32 or (G, 0); y8: the output bytes."""
+    pt (M,) fp32 or empty; bias_i (G, N) int32 or (G, 0); bias_f (G, N) fp32 or (G, 0); off9 (G, N) int32 or
+    (G, 0), the int9 offsets of the uint64 FixPipe words (int8 out); y8: the output bytes.
+
+    int8 out is the cube-only kernel (GMM_QUANT_INT8: ``SetQuantVector``, the FixPipe requantises L0C as it writes
+    y): the element chain is the same (int32 + bias, x t19 scale, REQ8 with the offset), so it runs here on the same
+    blocks."""
     single_m = walk[W_SINGLE_M]
     single_n = walk[W_SINGLE_N]
     base_n = walk[W_BASE_N]
@@ -160,6 +165,6 @@ def gmm_epilogue_kernel(walk, group_m, group_row, acc_i, acc_f, scale, pt, bias_
                 rows = min(single_m, m - mi * single_m)
                 cols = min(single_n, n - ni * single_n)
                 _dequant_block(group_row[g] + mi * single_m, rows, ni * single_n, cols, n, base_n, vec_m, acc_i,
-                               acc_f, scale[g], pt, bias_i[g], bias_f[g], cfg, work, o8, y8)
+                               acc_f, scale[g], pt, bias_i[g], bias_f[g], off9[g], cfg, work, o8, y8)
                 cur += cores
             count = cur_count % cores

@@ -154,9 +154,9 @@ def user_tiling(value, host_tr, args, mode, nz):
 def ub_bytes(td, args):
     """UB of one core in the per-token / per-channel dequant (GMMQuantMixCoreCompute's queues): the scale queue
     (and the per-token one), double buffered, the in/out queues of one vector tile (vecBaseM x AlignUp(baseN, 16)
-    elements, ``io`` bytes each) and the temporaries (ubRestBytes). 0 for int32 and plain float out (the cube
+    elements, ``io`` bytes each) and the temporaries (ubRestBytes). 0 for int32, int8 and plain float out (the cube
     writes y through the FixPipe)."""
-    if args.x_dtype != "int8" or args.y_dtype == "int32":
+    if args.x_dtype != "int8" or args.y_dtype in ("int32", "int8"):
         return 0
     base, cube = td.gmmBaseParams, td.mmTilingData
     per_token = args.pt_dtype is not None
@@ -218,7 +218,8 @@ def epilogue_decl(args, mode, ent):
     return [("group_m", g, np.int64), ("group_row", g, np.int64), ("acc_i", m_x * n if quant else 0, np.int32),
             ("acc_f", 0 if quant else m_x * n, np.float32), ("scale", g * n if quant else 0, np.float32),
             ("pt", m_x if args.pt_dtype is not None else 0, np.float32), ("bias_i", g * n if bias_int else 0, np.int32),
-            ("bias_f", g * n if bias_flt else 0, np.float32), ("cfg", qmm_kernel.CFG_LEN, np.int64),
+            ("bias_f", g * n if bias_flt else 0, np.float32),
+            ("off9", g * n if args.y_dtype == "int8" else 0, np.int32), ("cfg", qmm_kernel.CFG_LEN, np.int64),
             ("y", covered_rows(ent) * n * itemsize, np.uint8)]
 
 
@@ -237,19 +238,22 @@ def validate_launch(tr, ent, args, acc_name, buffers, out_itemsize, validate):
                           ub_size=tr.ub_size, validate=True, what="gmm_epilogue_kernel tiling")
 
 
-def gmm_epilogue(block_dim, td, ub_size, group_m, group_row, acc_i, acc_f, scale, pt, bias_i, bias_f, cfg, y8):
+def gmm_epilogue(block_dim, td, ub_size, group_m, group_row, acc_i, acc_f, scale, pt, bias_i, bias_f, off9, cfg,
+                 y8):
     """The launch entry (``launch`` calls it with the tiling data as a namedtuple): the copy of kernel.py for cfg's
     output type and accumulator, on the walk that the tiling data gives."""
     dev = load("npu_emu.kernels.grouped_matmul.kernel", OUT=int(cfg[qmm_kernel.CFG_OUT]),
                ACC_INT=int(cfg[qmm_kernel.CFG_ACC_INT]), RINT=1)
-    dev.gmm_epilogue_kernel(walk_array(td), group_m, group_row, acc_i, acc_f, scale, pt, bias_i, bias_f, cfg, y8)
+    dev.gmm_epilogue_kernel(walk_array(td), group_m, group_row, acc_i, acc_f, scale, pt, bias_i, bias_f, off9, cfg,
+                            y8)
 
 
-def run_epilogue(tr, ent, args, acc_i, acc_f, scale, pt, bias_i, bias_f, out_code, y, validate=True):
+def run_epilogue(tr, ent, args, acc_i, acc_f, scale, pt, bias_i, bias_f, out_code, y, validate=True, off9=None):
     """The per-core epilogue over the groups' blocks, through ``npu_emu.device.launch`` with the access pattern.
 
     scale (G, N) fp32 or (G, 0); pt (M,) fp32 or empty; bias_i (G, N) int32 or (G, 0); bias_f (G, N) fp32 or
-    (G, 0), all indexed by the weight index of each entry; y: the output array (rows of no group untouched)."""
+    (G, 0); off9 (G, N) int32 (int8 out: the words' int9 offsets) or None, all indexed by the weight index of each
+    entry; y: the output array (rows of no group untouched)."""
     w_idx, row, m = ent
     acc_int = acc_i.size > 0
     cfg = np.zeros(qmm_kernel.CFG_LEN, np.int64)
@@ -267,7 +271,9 @@ def run_epilogue(tr, ent, args, acc_i, acc_f, scale, pt, bias_i, bias_f, out_cod
     bufs = [("group_m", np.ascontiguousarray(m, np.int64)), ("group_row", np.ascontiguousarray(row, np.int64)),
             ("acc_i", acc_i.reshape(-1)), ("acc_f", acc_f.reshape(-1)), ("scale", per_entry(scale, np.float32)),
             ("pt", np.array(pt, np.float32, copy=True).reshape(-1)), ("bias_i", per_entry(bias_i, np.int32)),
-            ("bias_f", per_entry(bias_f, np.float32)), ("cfg", cfg), ("y", y8)]
+            ("bias_f", per_entry(bias_f, np.float32)),
+            ("off9", per_entry(np.zeros((1, 0), np.int32) if off9 is None else off9, np.int32)), ("cfg", cfg),
+            ("y", y8)]
     access = validate_launch(tr, ent, args, "acc_i" if acc_int else "acc_f", bufs, itemsize, validate)
     return launch(gmm_epilogue, tr.block_dim, tr.tiling, *[b for _, b in bufs], ub_size=tr.ub_size, access=access,
                   validate=validate, work=4 * int(m.sum()) * y.shape[1])

@@ -1,6 +1,7 @@
 """Fuzz GroupedMatmul: npu_emu.ops.npu_grouped_matmul and aclnnGroupedMatmulV4 (docs/ops/grouped_matmul.md).
 
-Valid calls: A8W8 -> int32 (+ int32 bias), A8W8 per-channel (+ per-token) -> bf16 / fp16, plain bf16 (tiny shapes:
+Valid calls: A8W8 -> int32 (+ int32 bias), A8W8 per-channel (+ per-token) -> bf16 / fp16, A8W8 per-channel ->
+int8 (uint64 FixPipe words, + int32 bias), plain bf16 (tiny shapes:
 its golden sums exactly with fractions), in the single-tensor form (group_list_type 0 / 1 / 2), with separated
 weights and with separated x; empty groups, groups that end before x does, read-only inputs, core_num overrides.
 Mutations: None operands, decreasing / too long / negative group lists, wrong group-list dtype and length, wrong
@@ -15,10 +16,11 @@ from hypothesis import strategies as st
 import npu_emu.ops as ops
 import npu_reliability as H
 from npu_emu.kernels.grouped_matmul import golden, tiling
+from npu_emu.kernels.quant_matmul.trans_quant_param import trans_quant_param
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-MODES = ["int32", "int32_bias", "pt_bf16", "pc_bf16", "pt_fp16", "pt_bf16_bias", "plain_bf16"]
-OUT_NP = {"int32": np.int32, "bfloat16": BF16, "float16": np.float16}
+MODES = ["int32", "int32_bias", "pt_bf16", "pc_bf16", "pt_fp16", "pt_bf16_bias", "plain_bf16", "pc_int8"]
+OUT_NP = {"int32": np.int32, "bfloat16": BF16, "float16": np.float16, "int8": np.int8}
 MUTATIONS = ["none"] * 12 + ["x_none", "w_none", "gl_decreasing", "gl_past_x", "gl_negative", "gl_dtype", "gl_len",
                              "scale_dtype", "pt_len", "out_dtype", "split_item", "group_type", "act_type", "tiling_n"]
 
@@ -51,13 +53,19 @@ def _case(data):
         gl = counts.astype(np.int64)
     else:                                                        # [e, 2]: (weight index, rows), stops at rows <= 0
         gl = np.stack([rng.integers(0, e, e), counts]).T.astype(np.int64)
-    out = {"int32": "int32", "int32_bias": "int32", "pt_fp16": "float16", "plain_bf16": "bfloat16"}.get(mode,
-                                                                                                       "bfloat16")
+    out = {"int32": "int32", "int32_bias": "int32", "pt_fp16": "float16", "plain_bf16": "bfloat16",
+           "pc_int8": "int8"}.get(mode, "bfloat16")
     kw = dict(group_list=gl, group_list_type=glt, split_item=3, group_type=0, output_dtype=out,
               core_num=data.draw(st.sampled_from([None, 1, 3]), "core_num"))
     if mode == "int32_bias":
         kw["bias"] = [rng.integers(-2 ** 31, 2 ** 31 - 1, (e, n), dtype=np.int64).astype(np.int32)]
-    if mode.startswith(("pt", "pc")):
+    if mode == "pc_int8":                                        # uint64 FixPipe words, int9 offsets, int32 bias
+        s = rng.uniform(1e-4, 1e-2, (e, n)).astype(np.float32)
+        off = rng.integers(-256, 256, (e, n)).astype(np.float32)
+        kw["scale"] = [trans_quant_param(s.reshape(-1), off.reshape(-1)).reshape(e, n)]
+        if data.draw(st.booleans(), "int8 bias"):
+            kw["bias"] = [rng.integers(-2 ** 20, 2 ** 20, (e, n)).astype(np.int32)]
+    elif mode.startswith(("pt", "pc")):
         s = rng.uniform(1e-3, 1e-2, (e, n)).astype(np.float32)
         kw["scale"] = [s.astype(BF16) if out == "bfloat16" else s]
         if mode.startswith("pt"):
@@ -156,7 +164,7 @@ def _fuzz_gmm_ops(data):
         s = tiling.GmmShape(group_num=e, m=m, k=k, n=n, x_dtype=str(np.dtype(x.dtype)) if mode != "plain_bf16"
                             else "bfloat16", w_dtype="int8" if mode != "plain_bf16" else "bfloat16",
                             y_dtype=kw["output_dtype"], scale_dtype=None if kw.get("scale") is None else
-                            ("bfloat16" if kw["output_dtype"] == "bfloat16" else "float32"),
+                            {"bfloat16": "bfloat16", "int8": "uint64"}.get(kw["output_dtype"], "float32"),
                             per_token=kw.get("per_token_scale") is not None, has_bias=kw.get("bias") is not None,
                             group_list_type=kw["group_list_type"])
         td = tiling.grouped_matmul_tiling(s).tiling

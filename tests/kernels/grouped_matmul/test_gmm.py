@@ -218,7 +218,7 @@ GL = np.array([10, 20, 30, 70], np.int64)
     (dict(group_list=GL, output_dtype="bfloat16"), 161002, "scale must not be nullptr"),
     (dict(group_list=GL, scale=[SCALE_BF16], offset=[SCALE_F32], output_dtype="bfloat16"), 161002, "offset"),
     (dict(group_list=GL, scale=[SCALE_BF16], bias=[BIAS_BF16], output_dtype="bfloat16"), 161002, "per_token"),
-    (dict(group_list=GL, output_dtype="int8"), 161002, "int8"),
+    (dict(group_list=GL, output_dtype="int8"), 161002, "scale must not be nullptr"),
     (dict(group_list=GL, output_dtype="int32", split_item=0, group_type=-1), 161002, "nullptr when groupType is -1"),
     (dict(group_list=GL, output_dtype="int32", split_item=2, group_type=-1), 161002, "groupType can not be -1"),
     (dict(group_list=GL, output_dtype="int32", split_item=3, group_type=1), 161002, "can not be 1"),
