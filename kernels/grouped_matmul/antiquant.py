@@ -200,6 +200,10 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
     aqs, aqo, offs = kw.get("antiquant") or (None, None, None)
     check(xs, ws, biases, scales, offs, pts, aqs, aqo, gl, y_name, group_type=group_type,
           act_type=kw["act_type"], n_y=n_y)
+    if kw.get("transpose_w"):
+        _err("npu-emu does not implement the antiquant case with a transposed weight (the transposeW branch of "
+             "GMMAntiquantCompute's weight cast) yet; pass the (E, K, N) weight contiguous "
+             "(docs/ops/grouped_matmul.md §11.4)")
     x_name = _name(xs[0])
     if len(ws) == 1:
         wd = [dequant_weight(ws[0], np.asarray(aqs[0]), np.asarray(aqo[0]), x_name)]

@@ -71,7 +71,8 @@ def _name(a, relabel=None):
 
 
 def _weight_nd(w, origin):
-    """(ND logical weight (E, K, N), dtype name, is_nz). NZ storage (E, N1, K1, 16, 32) -> ND values."""
+    """(ND logical weight (E, K, N), dtype name, is_nz). NZ storage (E, N1, K1, 16, 32) -> ND values; a transposed
+    NzWeight stores the (E, N, K) matrix (its ``shape``), read back and transposed to (E, K, N)."""
     if isinstance(w, NzWeight):
         from npu_emu.ascendc.nz import nz_to_nd
 
@@ -80,6 +81,8 @@ def _weight_nd(w, origin):
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"weight: an NZ weight must be (E, N1, K1, 16, c0) storage with "
                                                       f"an (E, K, N) view shape, got {store.shape} / {w.shape}")
         nd = nz_to_nd(store, w.shape[1], w.shape[2])
+        if w.transposed:
+            nd = np.ascontiguousarray(np.swapaxes(nd, 1, 2))
         return nd, _name(store, w.dtype), True
     return w, _name(w), False
 
@@ -100,8 +103,23 @@ def _dt(a):
     return None if a is None else _name(a)
 
 
+def _transposes(x, weight, group_type):
+    """(transposeX, transposeWeight, the weight list) from the caller's tensors, before any contiguous copy: the
+    device reads transposition from the view strides (a numpy / torch view made with .transpose / .mT; an
+    NzWeight(..., transposed=True))."""
+    xs, ws = _list(x, "x"), _list(weight, "weight")
+    if not xs or not ws or any(v is None for v in xs) or any(v is None for v in ws):
+        return False, False, ws or []
+    try:
+        gt = int(group_type) if group_type is not None else -1
+    except (TypeError, ValueError):
+        gt = -1
+    tx, tw = forms.transpose_status(xs, ws, gt)
+    return tx, tw, ws
+
+
 def _prepare(x, w, bias, scale, pt, gl, y_name, *, has_offset, has_antiquant, split_item, group_type,
-             group_list_type, act_type, tuning_config, origin):
+             group_list_type, act_type, tuning_config, origin, transpose_w=False):
     checks.null_check(x, w)
     wnd, w_name, nz = _weight_nd(w, origin)
     args = checks.GmmArgs(
@@ -109,7 +127,7 @@ def _prepare(x, w, bias, scale, pt, gl, y_name, *, has_offset, has_antiquant, sp
         scale_dtype=_dt(scale), scale_shape=_shape(scale), pt_dtype=_dt(pt), pt_shape=_shape(pt),
         bias_dtype=_dt(bias), bias_shape=_shape(bias), gl_dtype=_dt(gl), gl_shape=_shape(gl), has_offset=has_offset,
         has_antiquant=has_antiquant, split_item=split_item, group_type=group_type, group_list_type=group_list_type,
-        act_type=act_type, tuning_config=tuning_config)
+        act_type=act_type, tuning_config=tuning_config, transpose_w=bool(transpose_w), weight_nz=nz)
     mode = checks.check(args)
     checks.check_group_values(gl, group_list_type, wnd.shape[0], x.shape[0])
     return args, mode, wnd, nz
@@ -121,7 +139,7 @@ def _tiling(args, nz, soc, core_num, user=None, mode=None):
                             scale_dtype=args.scale_dtype, per_token=args.pt_dtype is not None,
                             has_bias=args.bias_dtype is not None, weight_nz=nz, group_type=args.group_type,
                             group_list_type=args.group_list_type, act_type=args.act_type,
-                            tuning_config=args.tuning_config)
+                            tuning_config=args.tuning_config, transpose_w=args.transpose_w)
     tr = memo.call(tiling_mod.grouped_matmul_tiling, s, soc=soc, core_num=core_num)
     if user is not None:
         tr = launch.user_tiling(user, tr, args, mode, nz)
@@ -207,7 +225,8 @@ def _sub(x, w, bias, scale, pt, gl, y_name, kw):
     args, mode, wnd, nz = _prepare(x, w, bias, scale, pt, gl, y_name, has_offset=kw["has_offset"],
                                    has_antiquant=kw["has_antiquant"], split_item=kw["split_item"],
                                    group_type=kw["group_type"], group_list_type=kw["group_list_type"],
-                                   act_type=kw["act_type"], tuning_config=kw["tuning"], origin=kw["origin"])
+                                   act_type=kw["act_type"], tuning_config=kw["tuning"], origin=kw["origin"],
+                                   transpose_w=kw.get("transpose_w", False))
     tr = ent = None
     if args.x_shape[0] and args.w_shape[2] and args.x_shape[1]:
         tr = _tiling(args, nz, kw["soc"], kw["core_num"], kw["user_tiling"], mode)
@@ -232,6 +251,11 @@ def _build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_ty
     """The form of the call (api_forms.py) -> (subs, assemble, out_shapes): ``assemble(ys)`` gives the outputs from
     the subs' ys, ``out_shapes`` the shape of every output."""
     forms.not_null(xs, ws)
+    if kw.get("transpose") is not None:             # the callers' view strides (CheckTransposeStatus), checked once
+        tx, tw = kw["transpose"]
+        if not mx.handles(xs, ws, kw["soc"]):
+            forms.check_transposes(kw["raw_weight"], tx, tw, group_type, kw.get("api"), len(ws) == 1)
+        kw = dict(kw, transpose=None, raw_weight=None, transpose_w=tw)
     if kw.get("antiquant") is not None and antiquant.handles(xs, ws):     # W8A16 / W4A16 (antiquant.py)
         return antiquant.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item,
                                group_type=group_type, group_list_type=group_list_type, kw=kw, rebuild=_build)
@@ -357,6 +381,7 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
     (check the walk's accesses and UB before anything runs; 561002 otherwise), ``trace``.
     """
     origin = Origin()
+    trans = _transposes(x, weight, group_type)
     xs = _arrays(x, "x", origin)
     ws = _arrays(weight, "weight", origin)
     if x_dtype is not None and xs:
@@ -391,7 +416,7 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
               core_num=core_num, user_tiling=tiling, validate=validate,
               # op-plugin sends NZ weights to aclnnGroupedMatmulWeightNz (some checks name the entry)
               api=("aclnnGroupedMatmulWeightNz" if any(isinstance(w, NzWeight) for w in ws)
-                   else "aclnnGroupedMatmulV4"))
+                   else "aclnnGroupedMatmulV4"), transpose=trans[:2], raw_weight=trans[2])
     kw["antiquant"] = (_arrays(antiquant_scale, "antiquant_scale", origin),
                        _arrays(antiquant_offset, "antiquant_offset", origin), kw["has_offset"])
     n_y = forms.y_count(split_item, group_type, len(xs))
@@ -422,6 +447,7 @@ def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, grou
                       (act_qo, "activationQuantOffsetOptional")):
             if _list(v, nm) is not None:
                 raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"{nm} is reserved and must be nullptr")
+        trans = _transposes(x, weight, group_type)
         xs = _arrays(x, "x", origin)
         ws = _arrays(weight, "weight", origin)
         outs = _list(out, "out")
@@ -443,7 +469,7 @@ def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, grou
                   or _list(aq_offset, "antiquantOffset") is not None, group_list_type=as_int(group_list_type,
                                                                                             "groupListType"),
                   act_type=as_int(act_type, "actType"), tuning=tuning, origin=origin, soc=soc, core_num=core_num,
-                  user_tiling=user_tiling, validate=validate, api=op)
+                  user_tiling=user_tiling, validate=validate, api=op, transpose=trans[:2], raw_weight=trans[2])
         kw["antiquant"] = (_arrays(aq_scale, "antiquantScale", origin), _arrays(aq_offset, "antiquantOffset", origin),
                            kw["has_offset"])
         subs, assemble, shapes = _build(xs, ws, _arrays(bias, "bias", origin), _arrays(scale, "scale", origin),

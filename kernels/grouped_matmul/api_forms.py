@@ -164,3 +164,68 @@ def split_k_groups(gl, group_list_type, k):
         _err(f"the groups cover {int(ends[-1])} values of K but x has K = {k} (emulator-added: the device reads past "
              f"the end of x and weight)")
     return [(int(e - s), int(e)) for s, e in zip(sizes, ends)]
+
+
+# ---- transposition (CheckTransposeStatus): read from each tensor's view strides, as the device does --------------
+
+def _view(a):
+    """(shape, element strides) of a numpy array or torch tensor as the caller passed it; None for anything else."""
+    if hasattr(a, "stride") and callable(a.stride) and hasattr(a, "shape"):            # torch.Tensor
+        return tuple(int(d) for d in a.shape), tuple(int(s) for s in a.stride())
+    if isinstance(a, np.ndarray) and a.itemsize and all(s % a.itemsize == 0 for s in a.strides):
+        return a.shape, tuple(s // a.itemsize for s in a.strides)
+    return None
+
+
+def transposed_last_two(a):
+    """gmm::IsTransposeLastTwoDims: the last two dims are a transposed view of a contiguous tensor (stride of dim -2
+    is 1, of dim -1 the size of dim -2, batch dims dense). An NzWeight says it itself (``transposed``)."""
+    if getattr(a, "transposed", None) is not None and hasattr(a, "storage"):
+        return bool(a.transposed)
+    v = _view(a)
+    if v is None or len(v[0]) < 2:
+        return False
+    shape, strides = v
+    if not (strides[-2] == 1 and strides[-1] == shape[-2]):
+        return False
+    dense = shape[-1] * shape[-2]
+    for d in range(len(shape) - 3, -1, -1):
+        if strides[d] != dense:
+            return False
+        dense *= shape[d]
+    return True
+
+
+def special_transpose(lst):
+    """CheckSpecialTranspose: some tensor of the list is transposed and its last two dims are not (1, 1) (a (.., 1, 1)
+    tensor passes IsTransposeLastTwoDims whatever its layout)."""
+    for a in lst:
+        shape = tuple(getattr(a, "shape", ()))
+        if transposed_last_two(a) and int(np.prod(shape[-2:])) != 1:
+            return True
+    return False
+
+
+def transpose_status(xs, ws, group_type):
+    """(transposeX, transposeWeight) of CheckTransposeStatus, from the caller's tensors (before any copy)."""
+    if group_type == 2:
+        return transposed_last_two(xs[0]), special_transpose(ws)
+    return special_transpose(xs), transposed_last_two(ws[0])
+
+
+def check_transposes(ws, transpose_x, transpose_w, group_type, api, single_weight):
+    """CheckParamDifferentGroupType's transpose conditions and CheckDimNumAndFormat's per-weight one (group_type 0
+    and -1; group_type 2 reads x and weight by value, docs/ops/grouped_matmul.md §2.1)."""
+    if group_type == 2:
+        return
+    if transpose_x and transpose_w:
+        _err("x and weight can not be transposed at the same time.")
+    if group_type == -1 and transpose_x:
+        _err("When x, weight and y are all separated, x can not be transposed.")
+    if group_type == 0 and transpose_x:
+        where = "When splited axis is M" if api != "aclnnGroupedMatmulV2" and not single_weight else \
+            "When groupType is 0"
+        _err(f"{where}, x can not be transposed.")
+    for w in ws:
+        if transposed_last_two(w) != transpose_w:
+            _err("The transpose state must be the same for each tensor in weight.")

@@ -43,6 +43,8 @@ class GmmArgs:
     group_list_type: int = 0
     act_type: int = 0
     tuning_config: int = 0
+    transpose_w: bool = False      # the caller's weight is a transposed view (CheckTransposeStatus)
+    weight_nz: bool = False
 
 
 def mode_of(a):
@@ -111,7 +113,25 @@ def check(a):
         _check_float(a, e, n)
     else:
         _check_quant(a, m, e, n)
+    if a.weight_nz:
+        _check_nz_align(a.w_dtype, k, n, a.transpose_w)
     return mode
+
+
+# TransWeightFormat (910 branch): an NZ weight's (k, n) must fill whole fractals; a transposed weight swaps them
+_NZ_ALIGN = {"int8": (16, 32), "bfloat16": (16, 16), "float16": (16, 16), "int4": (16, 64)}
+
+
+def _check_nz_align(w_dtype, k, n, transposed):
+    if w_dtype not in _NZ_ALIGN:
+        return
+    ak, an = _NZ_ALIGN[w_dtype]
+    if transposed and w_dtype in ("int8", "int4"):
+        ak, an = an, ak
+    if k % ak or n % an:
+        _err(f"When weight({w_dtype.upper()}) format is FRACTAL_NZ, weight'shape(k[{k}], n[{n}]) should be divisible "
+             "by the following shape: INT8:[16, 32],BF16/FP16[16, 16],INT4[16, 64]). If the weight is transposed,"
+             "the k/n need to be reversed.")
 
 
 def _check_float(a, e, n):

@@ -113,13 +113,22 @@ def test_results_do_not_depend_on_the_core_count():
 
 def test_nz_weight_is_the_nd_weight():
     gl = np.array([9, 30, 31, 70], np.int64)
-    nz = NzWeight.from_nd(W)
-    assert nz.storage.shape == (E, N // 32 + 1, K // 16, 16, 32)
-    out = np.zeros((M, N), BF16)
+    w, sc = np.ascontiguousarray(W[..., :32]), np.ascontiguousarray(SCALE_BF16[:, :32])   # n a multiple of 32
+    nz = NzWeight.from_nd(w)
+    assert nz.storage.shape == (E, 1, K // 16, 16, 32)
+    out = np.zeros((M, 32), BF16)
     st, ws, ex = api.aclnnGroupedMatmulWeightNzGetWorkspaceSize(
-        [X], [nz], None, [SCALE_BF16], None, None, None, [PT], gl, None, None, None, 3, 0, 0, 0, None, 0, [out])
+        [X], [nz], None, [sc], None, None, None, [PT], gl, None, None, None, 3, 0, 0, 0, None, 0, [out])
     assert st == 0 and api.aclnnGroupedMatmulWeightNz(None, ws, ex) == 0
-    same_bits(out, gmm(scale=[SCALE_BF16], per_token_scale=[PT], group_list=gl, output_dtype="bfloat16"))
+    same_bits(out, gmm(w=w, scale=[sc], per_token_scale=[PT], group_list=gl, output_dtype="bfloat16"))
+
+
+def test_nz_weight_must_fill_whole_fractals():
+    """TransWeightFormat: an int8 NZ weight needs k % 16 == 0 and n % 32 == 0 (N = 40 here), reversed when the
+    weight is transposed."""
+    with pytest.raises(AclnnError) as ei:
+        gmm(w=NzWeight.from_nd(W), scale=[SCALE_BF16], per_token_scale=[PT], group_list=GL, output_dtype="bfloat16")
+    assert ei.value.status == 161002 and "FRACTAL_NZ" in str(ei.value) and "n[40]" in str(ei.value)
 
 
 def test_torch_in_torch_out():
