@@ -19,6 +19,9 @@ may run here as one launch per group (nosplit, splitk): the same bits.
 import numpy as np
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
+from npu_emu.frontend.core import is_torch_tensor
+from npu_emu.kernels.quant_matmul import operands
+from npu_emu.kernels.quant_matmul.weight_nz import NzWeight
 
 MAX_LIST = 128                       # MAX_GROUP_LIST_SIZE_ARRAY: CheckTensorListLength
 MAX_INNER_AXIS = 65535
@@ -168,32 +171,18 @@ def split_k_groups(gl, group_list_type, k):
 
 # ---- transposition (CheckTransposeStatus): read from each tensor's view strides, as the device does --------------
 
-def _view(a):
-    """(shape, element strides) of a numpy array or torch tensor as the caller passed it; None for anything else."""
-    if hasattr(a, "stride") and callable(a.stride) and hasattr(a, "shape"):            # torch.Tensor
-        return tuple(int(d) for d in a.shape), tuple(int(s) for s in a.stride())
-    if isinstance(a, np.ndarray) and a.itemsize and all(s % a.itemsize == 0 for s in a.strides):
-        return a.shape, tuple(s // a.itemsize for s in a.strides)
-    return None
-
-
 def transposed_last_two(a):
-    """gmm::IsTransposeLastTwoDims: the last two dims are a transposed view of a contiguous tensor (stride of dim -2
-    is 1, of dim -1 the size of dim -2, batch dims dense). An NzWeight says it itself (``transposed``)."""
-    if getattr(a, "transposed", None) is not None and hasattr(a, "storage"):
+    """gmm::IsTransposeLastTwoDims: the last two dims are a transposed view of a dense block (stride of dim -2 is 1,
+    of dim -1 the size of dim -2, batch dims dense; unlike quant_matmul's rule, a (.., 1, 1) tensor counts). An
+    NzWeight says it itself (``transposed``)."""
+    if isinstance(a, NzWeight):
         return bool(a.transposed)
-    v = _view(a)
-    if v is None or len(v[0]) < 2:
+    if not (isinstance(a, np.ndarray) or is_torch_tensor(a)) or a.ndim < 2:
         return False
-    shape, strides = v
-    if not (strides[-2] == 1 and strides[-1] == shape[-2]):
+    shape, st = operands.geometry(a)
+    if not (st[-2] == 1 and st[-1] == shape[-2]):
         return False
-    dense = shape[-1] * shape[-2]
-    for d in range(len(shape) - 3, -1, -1):
-        if strides[d] != dense:
-            return False
-        dense *= shape[d]
-    return True
+    return operands.batch_dense(shape, st, len(shape) - 3, shape[-1] * shape[-2])
 
 
 def special_transpose(lst):

@@ -45,7 +45,7 @@ class Operand:
     flipped: bool = False
 
 
-def _geometry(x):
+def geometry(x):
     """(shape, strides in elements) of a torch tensor or numpy array: the aclnn view the checks below read. numpy
     gives size-1 dims of a contiguous array arbitrary strides, so a C-contiguous numpy array reports its canonical
     strides (it is never a transposed view)."""
@@ -60,7 +60,7 @@ def _geometry(x):
     return x.shape, tuple(st // x.itemsize for st in x.strides)
 
 
-def _batch_dense(shape, st, first, span):
+def batch_dense(shape, st, first, span):
     for bd in range(first, -1, -1):
         if st[bd] != span:
             return False
@@ -71,21 +71,21 @@ def _batch_dense(shape, st, first, span):
 def _transposed_last_two(x):
     """aclnn ``IsTransposeLastTwoDims`` / op-plugin ``is_transpose_last_two_dims``: the last two dims view a
     transposed dense block (batch dims dense above it), and not both of size 1."""
-    shape, st = _geometry(x)
+    shape, st = geometry(x)
     n = len(shape)
     if n < 2 or n > 6 or not (st[-2] == 1 and st[-1] == shape[-2]):
         return False
-    return _batch_dense(shape, st, n - 3, shape[-1] * shape[-2]) and not (shape[-1] == 1 and shape[-2] == 1)
+    return batch_dense(shape, st, n - 3, shape[-1] * shape[-2]) and not (shape[-1] == 1 and shape[-2] == 1)
 
 
 def _mx_transposed(x):
     """aclnn ``MxScaleContiguousProcess`` (aclnn_quant_matmul_v5.cpp): an MX scale (…, a, b, 2) whose dims -3 / -2
     view a (…, b, a, 2) block."""
-    shape, st = _geometry(x)
+    shape, st = geometry(x)
     n = len(shape)
     if n < 3 or not (st[-3] == shape[-1] and st[-2] == shape[-1] * shape[-3]):
         return False
-    return _batch_dense(shape, st, n - 4, shape[-1] * shape[-2] * shape[-3]) and not (shape[-2] == 1
+    return batch_dense(shape, st, n - 4, shape[-1] * shape[-2] * shape[-3]) and not (shape[-2] == 1
                                                                                       and shape[-3] == 1)
 
 
@@ -103,7 +103,7 @@ def _storage_view(x, mx):
 
 def transposed_pair(x, dim):
     """op-plugin ``is_transpose_certain_two_dims``: stride(dim + 1) == stride(dim) * size(dim), in elements."""
-    shape, st = _geometry(x if is_torch_tensor(x) else np.asarray(x))
+    shape, st = geometry(x if is_torch_tensor(x) else np.asarray(x))
     return st[dim + 1] == st[dim] * shape[dim]
 
 
