@@ -103,6 +103,23 @@ def _dt(a):
     return None if a is None else _name(a)
 
 
+def _relabel(a, dtype, what, int32_is_int4=False):
+    """x_dtype / weight_dtype: the array's bytes read as that dtype. int32 words labelled int4 (and, op-plugin's rule,
+    any int32 weight: torch_npu's packed int4, ``npu_convert_weight_to_int4pack``) hold 8 int4 values each along
+    the last dim, the first in the low nibble: they become one ml_dtypes.int4 value an element (N x 8)."""
+    if a is None or isinstance(a, NzWeight):
+        return a
+    name = None if dtype is None else resolve_dtype(dtype, what)
+    if a.dtype == np.int32 and (name == "int4" or (name is None and int32_is_int4)):
+        import ml_dtypes
+
+        from npu_emu.kernels.quant_matmul.operands import nibbles
+
+        codes = nibbles(a).astype(np.int8)
+        return ((codes ^ np.int8(8)) - np.int8(8)).astype(ml_dtypes.int4)
+    return a if name is None else a.view(storage_dtype(name))
+
+
 def _transposes(x, weight, group_type):
     """(transposeX, transposeWeight, the weight list) from the caller's tensors, before any contiguous copy: the
     device reads transposition from the view strides (a numpy / torch view made with .transpose / .mT; an
@@ -385,10 +402,9 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
     xs = _arrays(x, "x", origin)
     ws = _arrays(weight, "weight", origin)
     if x_dtype is not None and xs:
-        xs = [a if a is None else a.view(storage_dtype(resolve_dtype(x_dtype, "x_dtype"))) for a in xs]
-    if weight_dtype is not None and ws:
-        wdt = storage_dtype(resolve_dtype(weight_dtype, "weight_dtype"))
-        ws = [a if a is None or isinstance(a, NzWeight) else a.view(wdt) for a in ws]
+        xs = [_relabel(a, x_dtype, "x_dtype") for a in xs]
+    if ws:
+        ws = [_relabel(a, weight_dtype, "weight_dtype", int32_is_int4=True) for a in ws]
     gl = None if group_list is None else as_array(group_list, "group_list", origin=origin)
     scale = mx.relabel(_arrays(scale, "scale", origin), scale_dtype, "scale_dtype")
     per_token_scale = mx.relabel(_arrays(per_token_scale, "per_token_scale", origin), per_token_scale_dtype,

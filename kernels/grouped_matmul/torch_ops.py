@@ -39,4 +39,7 @@ def npu_grouped_matmul_fake(x, weight, *, bias=None, scale=None, offset=None, an
         return [x0.new_empty((group_list.shape[0], x0.shape[0], w0.shape[-1]), dtype=out)]
     if split_item not in (2, 3):
         raise unmodelled("npu_grouped_matmul", "group_type 0 with split_item 0 / 1 (separated y)")
-    return [x0.new_empty((sum(int(xi.shape[0]) for xi in x), w0.shape[-1]), dtype=out)]
+    import torch
+
+    n = w0.shape[-1] * (8 if w0.dtype == torch.int32 else 1)      # op-plugin: an int32 weight packs 8 int4
+    return [x0.new_empty((sum(int(xi.shape[0]) for xi in x), n), dtype=out)]
