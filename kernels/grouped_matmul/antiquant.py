@@ -19,6 +19,7 @@ import numpy as np
 from npu_emu.device.specialize import load
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import check_memory, resolve_dtype
+from npu_emu.kernels.grouped_matmul import checks
 from npu_emu.kernels.quant_matmul.api import NzWeight
 
 X_TYPES = ("bfloat16", "float16")
@@ -118,9 +119,6 @@ def check(xs, ws, biases, scales, offsets_q, pts, aqs, aqo, gl, y_name, *, group
         _err(f"{tag}: antiquantScale must not be nullptr in antiquant, but now is nullptr.")
     if aqo is None:
         _err(f"{tag}: antiquantOffset must not be nullptr in antiquant, but now is nullptr.")
-    if any(isinstance(w, NzWeight) for w in ws):
-        _err("npu-emu does not implement the antiquant case with an NZ weight (aclnnGroupedMatmulWeightNz) yet "
-             "(docs/ops/grouped_matmul.md §11.4)")
     single = len(ws) == 1 and ws[0].ndim == 3
     if not single and any(w.ndim != 2 for w in ws):
         _err(f"weight must be one (E, K, N) tensor or E (K, N) tensors, got dims {[w.ndim for w in ws]} "
@@ -195,11 +193,18 @@ def dequant_weight(w, scale, offset, x_name):
     return out.reshape(w8.shape).view(storage_dtype(x_name))
 
 
-def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw, rebuild):
-    """Check, dequantise the weights (the vector prologue), then the plain float path of api._build on them."""
+def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw, rebuild,
+          weight_nd):
+    """Check, dequantise the weights (the vector prologue), then the plain float path of api._build on them. An NZ
+    weight (V4 / V5 with a FRACTAL_NZ tensor; WeightNz refuses these dtypes) is read back to its ND values first:
+    the layout decides where the prologue finds an element, not its value."""
+    nz = any(isinstance(w, NzWeight) for w in ws)
+    ws = [weight_nd(w, kw["origin"])[0] if isinstance(w, NzWeight) else w for w in ws]
     aqs, aqo, offs = kw.get("antiquant") or (None, None, None)
     check(xs, ws, biases, scales, offs, pts, aqs, aqo, gl, y_name, group_type=group_type,
           act_type=kw["act_type"], n_y=n_y)
+    if nz and kw.get("api") == "aclnnGroupedMatmulWeightNz":           # ParamsWeightNzDtype, after the checks
+        checks.weight_nz_dtypes(_name(xs[0]), _name(ws[0]), y_name)
     if kw.get("transpose_w"):
         _err("npu-emu does not implement the antiquant case with a transposed weight (the transposeW branch of "
              "GMMAntiquantCompute's weight cast) yet; pass the (E, K, N) weight contiguous "

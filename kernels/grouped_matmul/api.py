@@ -34,6 +34,7 @@ from npu_emu.frontend.core import (
 from npu_emu.kernels.grouped_matmul import antiquant, api_forms as forms, checks, launch, mx, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import accum
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
+from npu_emu.kernels.quant_matmul import weight_nz
 from npu_emu.kernels.quant_matmul.api import NzWeight
 
 DEFAULT_SOC = "ascend910b2"
@@ -76,6 +77,14 @@ def _weight_nd(w, origin):
     if isinstance(w, NzWeight):
         from npu_emu.ascendc.nz import nz_to_nd
 
+        if w.dtype is not None and resolve_dtype(w.dtype, "dtype") in weight_nz.SUB_BYTE_NZ:
+            # 4-bit NZ (packed two a byte or eight an int32): quant_matmul's reader, one value an element
+            op = weight_nz.nz_to_storage_nd(weight_nz.nz_operand(w, "weight", None, origin), w.transposed)
+            if len(w.shape) != 3:
+                raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"weight: an NZ weight must have an (E, K, N) view shape, "
+                                                          f"got {w.shape}")
+            nd = np.ascontiguousarray(np.swapaxes(op.data, 1, 2)) if w.transposed else op.data
+            return nd, "int4" if op.dtype == "int32" else op.dtype, True
         store = as_array(w.storage, "weight", origin=origin)
         if len(w.shape) != 3 or store.ndim != 5:
             raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"weight: an NZ weight must be (E, N1, K1, 16, c0) storage with "
@@ -244,6 +253,8 @@ def _sub(x, w, bias, scale, pt, gl, y_name, kw):
                                    group_type=kw["group_type"], group_list_type=kw["group_list_type"],
                                    act_type=kw["act_type"], tuning_config=kw["tuning"], origin=kw["origin"],
                                    transpose_w=kw.get("transpose_w", False))
+    if nz and kw.get("api") == "aclnnGroupedMatmulWeightNz":          # ParamsWeightNzDtype, after the checks
+        checks.weight_nz_dtypes(args.x_dtype, args.w_dtype, args.y_dtype)
     tr = ent = None
     if args.x_shape[0] and args.w_shape[2] and args.x_shape[1]:
         tr = _tiling(args, nz, kw["soc"], kw["core_num"], kw["user_tiling"], mode)
@@ -275,7 +286,8 @@ def _build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_ty
         kw = dict(kw, transpose=None, raw_weight=None, transpose_w=tw)
     if kw.get("antiquant") is not None and antiquant.handles(xs, ws):     # W8A16 / W4A16 (antiquant.py)
         return antiquant.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item,
-                               group_type=group_type, group_list_type=group_list_type, kw=kw, rebuild=_build)
+                               group_type=group_type, group_list_type=group_list_type, kw=kw, rebuild=_build,
+                               weight_nd=_weight_nd)
     if mx.handles(xs, ws, kw["soc"]):                       # the 950 float8 quant cases (mx.py)
         return mx.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item, group_type=group_type,
                         group_list_type=group_list_type, kw=kw, weight_nd=_weight_nd)

@@ -258,3 +258,21 @@ def check_list_gl_for_x(gl, group_list_type, sizes):
     if not np.array_equal(gl, want):
         _err(f"group_list {gl.tolist()} does not describe the rows of the separated x ({list(sizes)} rows: "
              f"{want.tolist()} as group_list_type {group_list_type}) (emulator-added)")
+
+
+# ParamsWeightNzDtype: the x-weight(-y) pairs aclnnGroupedMatmulWeightNz takes (A2/A3; the 950's MX cases have their
+# own checker)
+_WEIGHT_NZ_Y = {("int8", "int8"): ("float16", "bfloat16", "int32"), ("int8", "int4"): ("float16", "bfloat16"),
+                ("int4", "int4"): ("float16", "bfloat16"), ("bfloat16", "bfloat16"): ("bfloat16",),
+                ("float16", "float16"): ("float16",), ("float16", "float4_e2m1"): ("float16", "bfloat16"),
+                ("bfloat16", "float4_e2m1"): ("float16", "bfloat16")}
+
+
+def weight_nz_dtypes(x_dtype, w_dtype, y_dtype):
+    ok = _WEIGHT_NZ_Y.get((x_dtype, w_dtype))
+    if ok is None:
+        _err(f"The dtypes of x[{x_dtype.upper()}]-weight[{w_dtype.upper()}] do not match with required dtype.Only "
+             "supported x-weight: INT8-INT8,BF16-BF16,FP16-FP16,INT8-INT4, INT4-INT4,FP16/BF16-FP4_E2M1")
+    if y_dtype not in ok:
+        _err(f"The dtypes of x[{x_dtype.upper()}]-weight[{w_dtype.upper()}]-y[{y_dtype.upper()}] do not match with "
+             f"required dtype: aclnnGroupedMatmulWeightNz takes y {' / '.join(ok)} for this x-weight pair.")
