@@ -1,6 +1,7 @@
 """Independent plain-numpy references of the GroupedMatmul MX and antiquant modes (docs/ops/grouped_matmul.md §10,
 §11), written from the semantics: never calls the kernels, the instruction layer or npu_emu's codecs (ml_dtypes
-decodes fp8 / bf16, numpy does fp16, python fractions the exact sums of golden.py)."""
+decodes fp8 / bf16 / fp4 E2M1, ``e1m2`` the FLOAT4_E1M2 codes from the format, numpy does fp16, python fractions
+the exact sums of golden.py)."""
 
 import ml_dtypes
 import numpy as np
@@ -13,6 +14,31 @@ def e8m0(codes):
     c = np.asarray(codes).view(np.uint8).astype(np.int64)
     v = np.ldexp(1.0, c - 127)
     return np.where(c == 255, np.nan, v)
+
+
+def e1m2(codes):
+    """FLOAT4_E1M2 code s e m1 m0 (low nibble) -> its value, from the format (1 exponent bit, bias 1, 2 mantissa
+    bits): e = 1: (-1)^s (1 + m/4); e = 0 (subnormal): (-1)^s m/4. float64, exact."""
+    c = np.asarray(codes).view(np.uint8).astype(np.int64) & 0xF
+    s, e, m = c >> 3, (c >> 2) & 1, c & 3
+    return np.where(s == 1, -1.0, 1.0) * np.where(e == 1, 1.0 + m / 4.0, m / 4.0)
+
+
+def fp4_values(w, weight_dtype):
+    """fp4 weight values: ml_dtypes float4_e2m1fn (or its codes) for "float4_e2m1", uint8 codes for "float4_e1m2"."""
+    if weight_dtype == "float4_e1m2":
+        return e1m2(w)
+    return np.asarray(w).view(np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float64) \
+        if np.asarray(w).dtype == np.uint8 else np.asarray(w).astype(np.float64)
+
+
+def prologue_byte(codes, weight_dtype):
+    """The W4A8-MX vector prologue on one fp4 code (a nibble at the top of an int8 lane): arithmetic shift right by
+    2 (E2M1) or 3 (E1M2), then the mask 0x9C / 0x8E -> the e4m3 byte the cube reads (basic_block_vf_mx.h)."""
+    c = (np.asarray(codes).view(np.uint8).astype(np.int64) & 0xF) << 4
+    lane = np.where(c >= 128, c - 256, c)                     # the int8 lane, the code in its high nibble
+    shift, mask = (3, 0x8E) if weight_dtype == "float4_e1m2" else (2, 0x9C)
+    return ((lane >> shift) & mask).astype(np.uint8)
 
 
 def _cast(v32, out_dtype):
@@ -58,7 +84,7 @@ def _dot(a, b, model, bias_row=None):
 
 
 def grouped_matmul_mx(x, weight, scale, per_token_scale, group_list, *, group_list_type=0, group_type=0,
-                      out_dtype="bfloat16", model="exact", bias=None, fill=0):
+                      out_dtype="bfloat16", model="exact", bias=None, fill=0, weight_dtype=None):
     """MXFP8: y = cast_out(RN32(sum_k (x * 2^(e1 - 127)) * (w * 2^(e2 - 127)))) per group ("exact": the exact sum
     rounded once; "numpy": float32 matmul of the scaled values). MXFP4 (ml_dtypes float4_e2m1fn x and weight) the
     same, with an optional float32 bias (G, N) as the start value of the sum.
@@ -66,9 +92,9 @@ def grouped_matmul_mx(x, weight, scale, per_token_scale, group_list, *, group_li
     group_type 0: x (M, K), weight (E, K, N), scale (E, ceil(K/64), N, 2), per_token_scale (M, ceil(K/64), 2).
     group_type 2: x (M, K), weight (K, N), scale (K//64 + G, N, 2), per_token_scale (M, K//64 + G, 2); group g
     has the K values of the group list and its scales from row k0 // 64 + g; a group of no K values is not
-    written (``fill``)."""
+    written (``fill``). ``weight_dtype="float4_e1m2"``: weight holds E1M2 codes (uint8), decoded by ``e1m2``."""
     xv = np.asarray(x).astype(np.float64)
-    wv = np.asarray(weight).astype(np.float64)
+    wv = fp4_values(weight, weight_dtype) if weight_dtype == "float4_e1m2" else np.asarray(weight).astype(np.float64)
     if group_type == 0:
         m_total, n = xv.shape[0], wv.shape[-1]
         y = np.full((m_total, n), fill, _np_out(out_dtype))
@@ -97,7 +123,7 @@ def grouped_matmul_mx(x, weight, scale, per_token_scale, group_list, *, group_li
 
 
 def grouped_matmul_mx_a8w4(x, weight, antiquant_scale, per_token_scale, group_list, *, group_list_type=0,
-                           out_dtype="bfloat16", model="exact", bias=None, fill=0):
+                           out_dtype="bfloat16", model="exact", bias=None, fill=0, weight_dtype="float4_e2m1"):
     """W4A8-MX (docs/ops/grouped_matmul.md §10.7): float8_e4m3fn x (M, K), float4_e2m1 weight values (E, K, N) (the
     logical view; the call takes it transposed in FRACTAL_NZ), E8M0 antiquant_scale (E, K/64, N, 2) and
     per_token_scale (M, K/64, 2), optional bias (E, N) of y's dtype. Per group:
@@ -105,8 +131,14 @@ def grouped_matmul_mx_a8w4(x, weight, antiquant_scale, per_token_scale, group_li
         w' = w * 2^-6 (the e2m1 code placed in an e4m3 byte), b' = round_bias_dtype(bias * 2^-6),
         L0C = RN32(b' + sum_k (x * 2^(e1 - 127)) * (w' * 2^(e2 - 127)))   ("exact"; "numpy": float32 matmul + b'),
         y = cast_out(RN32(L0C * 64)).
+
+    ``weight_dtype="float4_e1m2"``: weight holds E1M2 codes (uint8); w' is then the e4m3 value of the byte the
+    prologue makes of each code (``prologue_byte``, decoded by ml_dtypes), not a formula.
     """
-    w = np.asarray(weight).astype(np.float64) * 2.0 ** -6
+    if weight_dtype == "float4_e1m2":
+        w = prologue_byte(weight, weight_dtype).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    else:
+        w = np.asarray(weight).astype(np.float64) * 2.0 ** -6
     b = None
     if bias is not None:
         bb = np.asarray(bias).astype(np.float64) * 2.0 ** -6

@@ -23,6 +23,7 @@ import ml_dtypes
 import numpy as np
 
 from npu_emu.device import memo, platforms
+from npu_emu.dtypes import scalar
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
 from npu_emu.frontend.core import check_memory, resolve_dtype, storage_dtype
 from npu_emu.kernels.grouped_matmul import api_forms as forms, checks, launch, tiling as tiling_mod
@@ -88,10 +89,27 @@ def e8m0(codes):
     return operands.e8m0_values(_Codes(np.ascontiguousarray(codes).view(np.uint8)), QMM_DEFAULTS["e8m0_zero"])
 
 
+def fp4_values(codes, name):
+    """fp4 codes (one a byte, or ml_dtypes float4_e2m1fn) -> exact float64 values by dtypes' decode table (E2M1
+    bias 1, E1M2 bias 1: 0, 0.25 .. 1.75)."""
+    return _fp4_table(name)[np.ascontiguousarray(codes).view(np.uint8) & np.uint8(0x0F)]
+
+
+_FP4_TABLES = {}
+
+
+def _fp4_table(name):
+    t = _FP4_TABLES.get(name)
+    if t is None:
+        t = _FP4_TABLES[name] = scalar.DECODE_TABLES[name].astype(np.float64)
+    return t
+
+
 def _values(a, name):
-    """Exact float64 values of an fp8 array, or of an fp4 one (ml_dtypes float4_e2m1fn: one code a byte)."""
+    """Exact float64 values of an fp8 array, or of an fp4 one (one code a byte: ml_dtypes float4_e2m1fn, or the
+    uint8 codes of an NzWeight read back)."""
     if name in FP4:
-        return operands.float_values(operands.Operand(name, np.asarray(a), name, None))
+        return fp4_values(a, name)
     return np.asarray(a).astype(np.float64)
 
 
@@ -117,9 +135,63 @@ def _check_group_list(gl, n_groups_expected, group_type):
     return glv
 
 
+NZ_C0 = {"float8_e4m3fn": 32, "float4_e2m1": 64, "float4_e1m2": 64}   # CUBE_BLOCK_SIZE_32 / _64, in elements
+
+
+def check_weight_nz(w, x_name, w_name, view_shape, scale, pt, y_name, api):
+    """CheckWeightNzSpecialParams of grouped_matmul_950_checker.cpp for the single NZ weight (view (E, K, N)), in its
+    order: the entry, the dtype pair, E8M0 scale and perTokenScale, y, then CheckWeightNzTensorShape /
+    CheckWeightStorageShape (5-D storage, c0 = 32 fp8 / 64 fp4 elements, 16 rows, the two outer dims)."""
+    if api != WEIGHT_NZ:
+        _err(f"apiVersion {api or 'aclnnGroupedMatmulV4'}, expected aclnnGroupedMatmulWeightNz: a FRACTAL_NZ weight "
+             f"goes through aclnnGroupedMatmulWeightNz")
+    fp8 = x_name == "float8_e4m3fn" and w_name == "float8_e4m3fn"
+    fp4 = x_name in FP4 and w_name in FP4
+    if not (fp8 or fp4):
+        _err(f"x and weight x={x_name}, weight={w_name}: when the format of weight is FRACTAL_NZ, the dtypes of x and "
+             f"weight must be within the range INT8, FLOAT8_E4M3FN, FLOAT4_E2M1, FLOAT4_E1M2, INT4")
+    if pt is None:
+        _err("perTokenScale is nullptr, expected not nullptr")
+    if _name(scale) != E8M0 or _name(pt) != E8M0:
+        _err(f"scale and perTokenScale scale={_name(scale)}, perTokenScale={_name(pt)}: when the format of weight is "
+             f"FRACTAL_NZ and when the dtypes of x and weight are FLOAT8_E4M3FN/FLOAT8_E4M3FN or "
+             f"FLOAT4_E2M1|FLOAT4_E1M2 combinations, the dtypes of scale and perTokenScale must be within the range "
+             f"FLOAT8_E8M0")
+    if y_name == "int8":
+        _err("y int8: when the format of weight is FRACTAL_NZ, the dtype of y must be within the range FLOAT16, "
+             "BFLOAT16, FLOAT32, INT32")
+    if len(view_shape) < 2:
+        _err(f"weight has {len(view_shape)} dims, expected 2")
+    k, n = view_shape[-2:]
+    if k == 1 or n == 1:
+        _err(f"weight {tuple(view_shape)}: the logical K and N dimensions of an NZ weight must not be 1")
+    store = np.asarray(w.storage)
+    per = 2 if w_name in FP4 and store.dtype.itemsize == 1 else 1         # fp4 storage: two codes a byte
+    st = tuple(int(d) for d in store.shape[:-1]) + ((int(store.shape[-1]) * per,) if store.ndim else ())
+    if len(st) != 5:
+        _err(f"weight storage shape {st} has {len(st)} dims, expected 5")
+    c0 = NZ_C0.get(w_name, 32)
+    if st[-1] != c0:
+        _err(f"weight storage shape {st}: when the format of weight is FRACTAL_NZ, storage shape last dim of weight "
+             f"must be equal to 32 for fp8 dtype, 32 or 64 for int4 dtype, or 64 for mxfp4 dtype")
+    if st[-2] != 16:
+        _err(f"weight storage shape {st}: when the format of weight is FRACTAL_NZ, storage shape last second dim of "
+             f"weight must be equal to 16")
+    outer, inner = (k, n) if w.transposed else (n, k)
+    if st[-4] != -(-outer // c0):
+        _err(f"weight storage shape {st}: when the format of weight is FRACTAL_NZ and transposition is "
+             f"{str(w.transposed).lower()}, storage shape second dim of weight must be equal to "
+             f"ceil({'k' if w.transposed else 'n'}/{c0}) [{-(-outer // c0)}]")
+    if st[-3] != -(-inner // 16):
+        _err(f"weight storage shape {st}: when the format of weight is FRACTAL_NZ and transposition is "
+             f"{str(w.transposed).lower()}, storage shape third dim of weight must be equal to "
+             f"ceil({'n' if w.transposed else 'k'}/16) [{-(-inner // 16)}]")
+
+
 def check(x, w_nd, w_name, scale, pt, bias, gl, y_name, *, has_offset, has_antiquant, group_type, group_list_type,
-          n_x, n_w, n_y, act_type):
-    """CheckGroupedMatmulDAV3510 for the MXFP8 / MXFP4 cases, in CANN's order (161002 unless said)."""
+          n_x, n_w, n_y, act_type, nz=None, api=None):
+    """CheckGroupedMatmulDAV3510 for the MXFP8 / MXFP4 cases, in CANN's order (161002 unless said). ``nz``: the
+    NzWeight when the weight is FRACTAL_NZ (``w_nd`` then holds its logical (E, K, N) values)."""
     x_name = _name(x)
     if y_name != "int32" and scale is None:
         _err("scale is nullptr: in quant case and when the output dtype is not int32, the value of scale cannot be "
@@ -137,6 +209,8 @@ def check(x, w_nd, w_name, scale, pt, bias, gl, y_name, *, has_offset, has_antiq
         _err("antiquantScale / antiquantOffset must be nullptr in the quant case (emulator-added)")
     if act_type != 0:
         _err(f"actType {act_type}: the MX case has no activation (KernelQGmmMx has no epilogue)")
+    if nz is not None:
+        check_weight_nz(nz, x_name, w_name, w_nd.shape, scale, pt, y_name, api)
     fp4 = x_name in FP4 and w_name in FP4
     if not fp4 and x_name in FP4:
         _err(f"x={x_name}, weight={w_name}: an fp4 x takes an fp4 weight (CheckFp4Params)")
@@ -156,9 +230,9 @@ def check(x, w_nd, w_name, scale, pt, bias, gl, y_name, *, has_offset, has_antiq
         # CheckFp4Params
         if group_type != SPLIT_M:
             _err(f"groupType is {group_type}, expected 0 (the float4 MX case splits M only)")
-        if "float4_e1m2" in (x_name, w_name):
-            _err("weight format ND, expected FRACTAL_NZ: FLOAT4_E1M2 needs an NZ weight (npu-emu: the E1M2 MX case "
-                 "is not implemented, docs/ops/grouped_matmul.md §10.5)")
+        if "float4_e1m2" in (x_name, w_name) and nz is None:
+            _err("weight format ND, expected FRACTAL_NZ: an FLOAT4_E1M2 x or weight takes an NZ weight (pass the "
+                 "weight as npu_emu.ops.NzWeight through aclnnGroupedMatmulWeightNz)")
         if scale_name != E8M0:
             _err(f"scale {scale_name}: with float4 case, the dtype of scale must be within the range {{FLOAT8_E8M0}}")
     elif scale_name != E8M0:
@@ -179,6 +253,11 @@ def check(x, w_nd, w_name, scale, pt, bias, gl, y_name, *, has_offset, has_antiq
         _err(f"perTokenScale has dtype {_name(pt)}, expected FLOAT8_E8M0")
     if y_name not in MX_OUT:
         _err(f"y has dtype {y_name}, expected FLOAT16, BFLOAT16 or FLOAT32")
+    # CheckGroupedMatmulMxScaleTranspose: npu-emu's scales are contiguous (not transposed), so a transposed weight
+    # never matches them
+    if nz is not None and nz.transposed:
+        _err(f"scale and weight: scale={_shape(scale)}, weight={_shape(w_nd)}: in mx case, the values of scale and "
+             f"weight transposition must be the same (npu-emu takes an untransposed NZ weight here)")
     # CheckGroupedMatmulPerGroupDim
     if x.ndim != 2:
         _err(f"x has {x.ndim} dims, expected 2")
@@ -368,7 +447,13 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
         return build_a8w4(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item,
                           group_type=group_type, group_list_type=group_list_type, kw=kw)
     x, w = xs[0], ws[0]
-    w_nd, w_name, _ = weight_nd(w, kw["origin"])
+    nz = w if isinstance(w, NzWeight) else None
+    if nz is not None and _name(w) in FP4:
+        # packed fp4 NZ storage (c0 = 64): read back through quant_matmul's NZ reader, values (E, K, N)
+        w_name = _name(w)
+        w_nd = _fp4_nz_weight(w, kw["origin"]) if len(w.shape) == 3 else np.zeros(w.shape, np.float64)
+    else:
+        w_nd, w_name, _ = weight_nd(w, kw["origin"])
     one = lambda v: None if v is None else v[0]
     scale, pt, bias = one(scales), one(pts), one(biases)
     n_s = 0 if scales is None else len(scales)
@@ -376,7 +461,7 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
         _err(f"scale has {n_s} tensors: in quant case, only single-single-single tensor layout is supported")
     glv = check(x, w_nd, w_name, scale, pt, bias, gl, y_name, has_offset=kw["has_offset"],
                 has_antiquant=kw["has_antiquant"], group_type=group_type, group_list_type=group_list_type,
-                n_x=len(xs), n_w=len(ws), n_y=n_y, act_type=kw["act_type"])
+                n_x=len(xs), n_w=len(ws), n_y=n_y, act_type=kw["act_type"], nz=nz, api=kw.get("api"))
     x_name = _name(x)
     xv = _values(x, x_name)
     s1 = e8m0(pt)
@@ -393,7 +478,8 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
             launch.validate_launch(tr, ent, args, "acc_f", launch.epilogue_decl(args, "float", ent),
                                    storage_dtype(y_name).itemsize, kw["validate"])
         b = None if bias is None else np.ascontiguousarray(bias, np.float32)
-        sub = MxSub(args, xv, _values(w_nd, w_name), s1, s2, ent, tr, None, b)
+        wv = w_nd if nz is not None and w_name in FP4 else _values(w_nd, w_name)
+        sub = MxSub(args, xv, wv, s1, s2, ent, tr, None, b)
         return [sub], (lambda ys: ys), [(m, n)]
     # split K: one y (G, M, N); group g reads x[:, K_g], weight[K_g] and its scale rows from k0 // 64 + g
     ranges = forms.split_k_groups(glv, group_list_type, k)
@@ -442,19 +528,21 @@ def _a8w4_err(msg, status=ACLNN_ERR_PARAM_INVALID):
 
 
 def _fp4_nz_weight(w, origin):
-    """A transposed FRACTAL_NZ fp4 weight -> its (E, K, N) values (float64, exact). The NzWeight's ``shape`` is the
-    stored (E, N, K) matrix (quant_matmul's convention for a transposed NZ x2)."""
+    """A FRACTAL_NZ fp4 weight -> its logical (..., K, N) values (float64, exact). A transposed NzWeight's ``shape``
+    is the stored (..., N, K) matrix (quant_matmul's convention for a transposed NZ x2)."""
     from npu_emu.kernels.quant_matmul import weight_nz
 
     op = weight_nz.nz_operand(w, "weight", None, origin)
-    nd = weight_nz.nz_to_storage_nd(op, True)
-    return np.swapaxes(operands.float_values(nd), -1, -2)
+    nd = weight_nz.nz_to_storage_nd(op, w.transposed)
+    v = fp4_values(nd.data, op.dtype)
+    return np.swapaxes(v, -1, -2) if w.transposed else v
 
 
 def check_a8w4(xs, ws, biases, scales, pts, aq_scales, aq_offsets, gl, y_name, n_y, *, has_offset, group_type,
                group_list_type, split_item, api, act_type):
-    """CheckGroupedMatmulWeightQuantDAV3510 for IsMxA8W4NZ, in CANN's order (161002 unless said); npu-emu takes the
-    single-weight form. Returns the group list as an array."""
+    """CheckGroupedMatmulWeightQuantDAV3510 for IsMxA8W4NZ (E2M1 or E1M2 weight), in CANN's order (161002 unless
+    said), for the single-weight form and the separated one (a list of E 2-D weights). Returns (group list as an
+    array, separated)."""
     x_name, w_name = _name(xs[0]), _name(ws[0])
     flow = f"when the dtype of x is {x_name} and the dtype of weight is {w_name}"
     # CheckGroupTypeScenario
@@ -491,28 +579,22 @@ def check_a8w4(xs, ws, biases, scales, pts, aq_scales, aq_offsets, gl, y_name, n
                              (biases, "biasOptional", ws, "weight"), (pts, "perTokenScaleOptional", xs, "x")):
         if lst is not None and len(lst) != len(ref):
             _a8w4_err(f"{nm} size: {len(lst)}, {rn} size: {len(ref)}: {nm} size must be equal to {rn} size")
-    if len(ws) != 1:
-        _a8w4_err(f"weight has {len(ws)} tensors: npu-emu takes the single-weight form (E, K, N) of W4A8-MX; the "
-                  f"separated-weight form is not implemented (docs/ops/grouped_matmul.md §10.7)")
     # CheckYDtype, CheckQuantDtype, CheckBiasDtype
     if y_name not in A8W4_OUT:
         _a8w4_err(f"y {y_name}: the dtype of y must be float16 or bfloat16, {flow}")
-    pt, aq, bias = pts[0], aq_scales[0], (None if biases is None else biases[0])
+    pt = pts[0]
     if pt is None or _name(pt) != E8M0:
         _a8w4_err(f"perTokenScale {_name(pt)}: the dtype of pertokenScale must be float8_e8m0, {flow}")
-    if bias is not None and _name(bias) != y_name:
-        _a8w4_err(f"bias, y: {_name(bias)}, {y_name}: the dtype of bias must be equal to the dtype of y, {flow}")
-    # CheckTransposeStatus (the weight must be an NzWeight: CheckWeightFormat below, reported here as CANN's
-    # transposeWeight follows the tensor's strides, which an ND array does not carry)
-    w = ws[0]
-    if not isinstance(w, NzWeight):
+    bias_dt = None if biases is None or biases[0] is None else _name(biases[0])
+    if bias_dt is not None and bias_dt != y_name:
+        _a8w4_err(f"bias, y: {bias_dt}, {y_name}: the dtype of bias must be equal to the dtype of y, {flow}")
+    # CheckTransposeStatus: transposeWeight is one flag for the list (op-plugin reads it off weight[0]); an ND array
+    # carries no NZ format, so CheckWeightFormat's refusal is reported here
+    if not isinstance(ws[0], NzWeight):
         _a8w4_err(f"weight ND: the format of weight must be NZ {flow} (wrap it in npu_emu.ops.NzWeight)")
-    if not w.transposed:
+    if not ws[0].transposed:
         _a8w4_err("transposeWeight false: in weight quant case fp16/bf16-int8, fp16/bf16-fp8/hif8 and "
                   "fp8_e4m3-fp4_e2m1/fp4_e1m2, weight must be transposed (NzWeight(..., transposed=True))")
-    if w_name != "float4_e2m1":
-        _a8w4_err(f"weight {w_name}: the FLOAT4_E1M2 weight of W4A8-MX is not implemented in npu-emu (its byte "
-                  f"embedding differs; docs/ops/grouped_matmul.md §10.7)")
     # CheckScaleAndPerTokenScaleShape
     x = xs[0]
     if pt.ndim != 3:
@@ -525,55 +607,86 @@ def check_a8w4(xs, ws, biases, scales, pts, aq_scales, aq_offsets, gl, y_name, n
     if k != pt.shape[1] * MXFP_DIVISOR_SIZE:
         _a8w4_err(f"perTokenScale {_shape(pt)}: the second dim of x ({k}) must be 64 times the second dim of "
                   f"perTokenScale")
-    # CheckDimNumAndFormat, CheckDimValue, CheckDimMatching (view (E, K, N) = the transpose of the stored (E, N, K))
-    if len(w.shape) not in (2, 3):
-        _a8w4_err(f"weight has {len(w.shape)} dims: in weight quant case fp8_e4m3-fp4_e2m1/fp4_e1m2, the shape dim "
-                  f"of weight[0] must be 2 or 3")
-    if len(w.shape) != 3:
-        _a8w4_err("weight has 2 dims: the separated-weight form is not implemented in npu-emu (single weight "
-                  "(E, K, N))")
-    e, n, kw_ = w.shape
-    if kw_ != k:
-        _a8w4_err(f"x[0] dim k value {k} must be equal to weight[0] dim k value {kw_}")
-    if n % A8W4_NK_ALIGN or k % A8W4_NK_ALIGN:
-        _a8w4_err(f"weight n={n}, k={k}: the value of dim n, k should be an integer multiple of {A8W4_NK_ALIGN}")
-    # bias: CheckTensorShape (2 dims (E, N) for a single weight)
-    if bias is not None:
-        if bias.ndim != 2:
-            _a8w4_err(f"bias has {bias.ndim} dims: Dim must be [2]")
-        if bias.shape[0] != e:
-            _a8w4_err(f"bias batch size[{bias.shape[0]}] should be equal with groupList length[{e}]")
-        if bias.shape[1] != n:
-            _a8w4_err(f"NDim[{bias.shape[1]}] of bias must be equal to NDim[{n}] of weight")
-    # CheckAntiQuantDtype, CheckAntiQuantShape: (E, K/64, N, 2), N at dim -2; CheckGroupSize: 32
-    if aq is None or _name(aq) != E8M0:
-        _a8w4_err(f"antiquantScale {_name(aq)}: the dtype of each tensor in antiquantScale tensor list must be "
-                  f"FLOAT8_E8M0")
-    if aq.ndim != 4:
-        _a8w4_err(f"antiquantScale has {aq.ndim} dims: Dim must be [4] ((E, K/64, N, 2))")
-    if aq.shape[0] != e:
-        _a8w4_err(f"antiquantScale batch size[{aq.shape[0]}] should be equal with groupList length[{e}]")
-    if aq.shape[2] != n:
-        _a8w4_err(f"NDim[{aq.shape[2]}] of antiquantScale must be equal to NDim[{n}] of weight")
-    groups = aq.shape[1] * MXFP_MULTI_BASE_SIZE
-    if groups <= 0:
-        _a8w4_err(f"groupNum {groups}: the value of groupNum must be greater than 0")
-    if k % groups:
-        _a8w4_err(f"kSize: {k}, groupNum: {groups}: kSize must be a multiple of groupNum")
-    if k // groups != A8W4_GROUP_SIZE:
-        _a8w4_err(f"groupSize {k // groups}: the value of groupSize must be 32")
-    if aq.shape[3] != MXFP_MULTI_BASE_SIZE or pt.shape[2] != MXFP_MULTI_BASE_SIZE:
-        _a8w4_err(f"antiquantScale {_shape(aq)} / perTokenScale {_shape(pt)}: the last dim holds the 2 E8M0 codes "
-                  f"of 64 values of K (emulator-added)")
+    # per weight (the loop of CheckGroupedMatmulWeightQuantDAV3510); IsMultiTensorWeight: weight[0] is 2-D (the
+    # separated form: E weights (K, N) viewed, (N, K) stored, one (K/64, N, 2) antiquantScale and one (N,) bias each)
+    multi = len(ws[0].shape) == 2 if isinstance(ws[0], NzWeight) else False
+    for i, w in enumerate(ws):
+        if w is None:
+            _a8w4_err(f"weight[{i}] is null, which is not supported", ACLNN_ERR_PARAM_NULLPTR)
+        wi_name = _name(w)
+        if wi_name != w_name:
+            _a8w4_err(f"The dtype of each tensor in weight tensor list must be consistent. weight[{i}]'s dtype "
+                      f"[{wi_name}] is different from the expected dtype [{w_name}]")
+        if not isinstance(w, NzWeight):                                      # CheckWeightFormat
+            _a8w4_err(f"weight[{i}] ND: the format of weight must be NZ {flow}")
+        if len(w.shape) not in (2, 3):                                       # CheckDimNumByGroupType
+            _a8w4_err(f"weight[{i}] has {len(w.shape)} dims: in weight quant case fp8_e4m3-fp4_e2m1/fp4_e1m2, the "
+                      f"shape dim of weight[{i}] must be 2 or 3")
+        if len(ws) > 1 and len(w.shape) != 2:
+            _a8w4_err(f"weight[{i}] has {len(w.shape)} dims: a list of {len(ws)} weights is the separated form, one "
+                      f"2-D (K, N) weight a group (emulator-added: the kernel's per-group lookup of a 3-D weight "
+                      f"is not defined)")
+        if w.transposed != ws[0].transposed:
+            _a8w4_err(f"weight[{i}]: The transpose state must be the same for each tensor in weight")
+        n, kw_ = w.shape[-2:]                            # the stored (..., N, K); the view is (..., K, N)
+        if kw_ != k:                                                         # CheckDimMatching
+            _a8w4_err(f"x[0] dim k value {k} must be equal to weight[{i}] dim k value {kw_}")
+        if n % A8W4_NK_ALIGN or k % A8W4_NK_ALIGN:
+            _a8w4_err(f"weight[{i}] n={n}, k={k}: the value of dim n, k should be an integer multiple of "
+                      f"{A8W4_NK_ALIGN}")
+        batch = None if multi else w.shape[0]
+        if biases is not None:                                               # bias: CheckTensorShape
+            b = biases[i]
+            if b is None:
+                _a8w4_err(f"bias[{i}] is null, which is not supported", ACLNN_ERR_PARAM_NULLPTR)
+            if _name(b) != bias_dt:
+                _a8w4_err(f"The dtype of each tensor in bias tensor list must be consistent. bias[{i}]'s dtype "
+                          f"[{_name(b)}] is different from the expected dtype [{bias_dt}]")
+            want = 1 if multi else 2
+            if b.ndim != want:
+                _a8w4_err(f"bias[{i}] has {b.ndim} dims: Dim must be [{want}]")
+            if batch is not None and b.shape[0] != batch:
+                _a8w4_err(f"bias batch size[{b.shape[0]}] should be equal with groupList length[{batch}]")
+            if b.shape[-1] != n:
+                _a8w4_err(f"NDim[{b.shape[-1]}] of bias must be equal to NDim[{n}] of weight")
+        aq = aq_scales[i]                            # CheckAntiQuantDtype, CheckAntiQuantShape, CheckGroupSize
+        if aq is None:
+            _a8w4_err(f"antiquantScale[{i}] is null, which is not supported", ACLNN_ERR_PARAM_NULLPTR)
+        if _name(aq) != E8M0:
+            _a8w4_err(f"antiquantScale {_name(aq)}: the dtype of each tensor in antiquantScale tensor list must be "
+                      f"FLOAT8_E8M0")
+        want = 3 if multi else 4
+        if aq.ndim != want:
+            _a8w4_err(f"antiquantScale has {aq.ndim} dims: Dim must be [{want}] "
+                      f"({'(K/64, N, 2)' if multi else '(E, K/64, N, 2)'})")
+        if batch is not None and aq.shape[0] != batch:
+            _a8w4_err(f"antiquantScale batch size[{aq.shape[0]}] should be equal with groupList length[{batch}]")
+        if aq.shape[-2] != n:
+            _a8w4_err(f"NDim[{aq.shape[-2]}] of antiquantScale must be equal to NDim[{n}] of weight")
+        groups = aq.shape[-3] * MXFP_MULTI_BASE_SIZE
+        if groups <= 0:
+            _a8w4_err(f"groupNum {groups}: the value of groupNum must be greater than 0")
+        if k % groups:
+            _a8w4_err(f"kSize: {k}, groupNum: {groups}: kSize must be a multiple of groupNum")
+        if k // groups != A8W4_GROUP_SIZE:
+            _a8w4_err(f"groupSize {k // groups}: the value of groupSize must be 32")
+        if aq.shape[-1] != MXFP_MULTI_BASE_SIZE:
+            _a8w4_err(f"antiquantScale {_shape(aq)}: the last dim holds the 2 E8M0 codes of 64 values of K "
+                      f"(emulator-added)")
+    if pt.shape[2] != MXFP_MULTI_BASE_SIZE:
+        _a8w4_err(f"perTokenScale {_shape(pt)}: the last dim holds the 2 E8M0 codes of 64 values of K "
+                  f"(emulator-added)")
     if act_type != 0:
         _a8w4_err(f"actType {act_type}: GmmWeightQuantMxKernel has no epilogue (emulator-added)")
     if group_list_type not in (0, 1):
         _a8w4_err(f"groupListType {group_list_type}: GmmWeightQuantMxKernel reads the group list as cumulative (0) "
                   f"or counts (1) only (emulator-added)")
+    e = len(ws) if multi else ws[0].shape[0]
     glv = np.asarray(gl)
     if resolve_dtype(glv.dtype) != "int64" or glv.ndim != 1 or glv.shape[0] != e:
-        _a8w4_err(f"groupList {glv.dtype} {glv.shape}: an int64 (E,) = ({e},) list (emulator-added)")
-    return glv
+        _a8w4_err(f"groupList {glv.dtype} {glv.shape}: an int64 (E,) = ({e},) list, one entry per "
+                  f"{'weight tensor' if multi else 'expert of the weight'} (emulator-added)")
+    return glv, multi
 
 
 def a8w4_bias(bias, y_name):
@@ -590,13 +703,21 @@ def a8w4_bias(bias, y_name):
 def build_a8w4(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw):
     """(subs, assemble, out_shapes) of a W4A8-MX call (api._build's contract), after the checks."""
     aq_scales, aq_offsets, _ = kw["antiquant"]
-    glv = check_a8w4(xs, ws, biases, scales, pts, aq_scales, aq_offsets, gl, y_name, n_y,
+    glv, multi = check_a8w4(xs, ws, biases, scales, pts, aq_scales, aq_offsets, gl, y_name, n_y,
                      has_offset=kw["has_offset"], group_type=group_type, group_list_type=group_list_type,
                      split_item=split_item, api=kw.get("api"), act_type=kw["act_type"])
-    x, w = xs[0], ws[0]
-    x_name, w_name = _name(x), _name(w)
+    x = xs[0]
+    x_name, w_name = _name(x), _name(ws[0])
     m, k = x.shape
-    e, n, _ = w.shape
+    # the separated form (IsSingleMultiSingle) reads weight g, antiquantScale g and bias g per group: the same
+    # values as the (E, ...) stack of the single-weight form
+    if multi:
+        wv = np.stack([_fp4_nz_weight(w, kw["origin"]) for w in ws])
+        aq = np.stack([np.asarray(a) for a in aq_scales])
+        b_in = None if biases is None else np.stack([np.asarray(b) for b in biases])
+    else:
+        wv, aq, b_in = _fp4_nz_weight(ws[0], kw["origin"]), aq_scales[0], (None if biases is None else biases[0])
+    e, _, n = wv.shape
     checks.check_group_values(glv, group_list_type, e, m)
     args = _args(x_name, w_name, y_name, (m, k), (e, k, n), glv, group_list_type, 0, split_item)
     tr = ent = None
@@ -608,8 +729,10 @@ def build_a8w4(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, grou
         ent = launch.entries(glv, group_list_type, e, m)
         launch.validate_launch(tr, ent, args, "acc_f", launch.epilogue_decl(args, "float", ent),
                                storage_dtype(y_name).itemsize, kw["validate"])
-    wv = _fp4_nz_weight(w, kw["origin"]) * A8W4_SHIFT          # the e4m3 bytes the cube reads (exact)
-    bias = a8w4_bias(None if biases is None else biases[0], y_name)
-    sub = MxSub(args, _values(x, x_name), wv, e8m0(pts[0]), e8m0(aq_scales[0]), ent, tr, None, bias,
+    # the e4m3 bytes the cube reads: E2M1 s e e m -> s 0 0 e e m 0 0, E1M2 s e m m -> s 0 0 0 e m m 0 (shift 3,
+    # mask 0x8E); read with e4m3's bias 7 both are 2^-6 x the fp4 value, subnormals included (exact)
+    wv = wv * A8W4_SHIFT
+    bias = a8w4_bias(b_in, y_name)
+    sub = MxSub(args, _values(x, x_name), wv, e8m0(pts[0]), e8m0(aq), ent, tr, None, bias,
                 fixpipe_scale=A8W4_FIXPIPE_SCALE)
     return [sub], (lambda ys: ys), [(m, n)]

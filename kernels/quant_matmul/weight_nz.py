@@ -13,7 +13,7 @@ from npu_emu.kernels.quant_matmul import operands
 from npu_emu.kernels.quant_matmul.operands import Operand
 from npu_emu.kernels.quant_matmul.routing import TensorDesc
 
-SUB_BYTE_NZ = ("float4_e2m1", "int4", "int32")      # 4-bit elements (int32 = 8 packed int4 per word)
+SUB_BYTE_NZ = ("float4_e2m1", "float4_e1m2", "int4", "int32")  # 4-bit elements (int32: 8 packed int4 a word)
 
 
 class NzWeight:
@@ -22,8 +22,8 @@ class NzWeight:
 
     numpy arrays carry no storage format, so WeightNz callers wrap their NZ bytes in this. ``from_nd(x2, dtype)``
     builds it from an ND weight the way aclnnTransMatmulWeight lays it out (8-bit formats, c0 = 32 elements).
-    4-bit weights (fp4 E2M1, int4, int32-packed int4): ``shape`` counts 4-bit elements, the storage holds c0 =
-    32 (A8W4 fp4) or 64 elements per fractal row, packed two per byte (even element in the low nibble) or eight
+    4-bit weights (fp4 E2M1 / E1M2, int4, int32-packed int4): ``shape`` counts 4-bit elements, the storage holds
+    c0 = 32 (A8W4 fp4) or 64 elements per fractal row, packed two per byte (even element in the low nibble) or eight
     per int32 word; ``from_nd(values, dtype, c0=...)`` packs one-value-per-byte codes that way.
     """
 
@@ -51,7 +51,7 @@ class NzWeight:
             if arr.dtype.itemsize != 1:
                 raise AclnnError(ACLNN_ERR_PARAM_INVALID, "NzWeight.from_nd of a 4-bit weight takes one code or value "
                                                           "per byte (uint8 codes or ml_dtypes int4/float4_e2m1fn)")
-            c0 = int(c0 or (32 if name == "float4_e2m1" else 64))
+            c0 = int(c0 or (32 if name in ("float4_e2m1", "float4_e1m2") else 64))
             codes = nd_to_nz(arr.view(np.uint8) & np.uint8(0x0F), c0=c0)
             packed = codes[..., 0::2] | (codes[..., 1::2] << np.uint8(4))
             if name == "int32":
@@ -102,7 +102,9 @@ def nz_to_storage_nd(op, transposed, fp4_nibble_order="low_first"):
             operands.nibbles(data, fp4_nibble_order if op.dtype == "float4_e2m1" else "low_first")
         codes = codes.reshape(op.desc.storage_shape)
         nd = np.ascontiguousarray(nz_to_nd(codes, rows, cols))
-        data = nd.view(ml_dtypes.float4_e2m1fn if op.dtype == "float4_e2m1" else ml_dtypes.int4)
+        # float4_e1m2 has no ml_dtypes type: its codes stay uint8 (one a byte), which the caller decodes
+        data = nd if op.dtype == "float4_e1m2" else nd.view(ml_dtypes.float4_e2m1fn if op.dtype == "float4_e2m1"
+                                                             else ml_dtypes.int4)
         return Operand(op.name, data, op.dtype, replace(op.desc, fmt="ND", storage_shape=None))
     nd = nz_to_nd(data, rows, cols)
     return Operand(op.name, np.ascontiguousarray(nd), op.dtype, replace(op.desc, fmt="ND", storage_shape=None))
