@@ -12,9 +12,10 @@ k-sum of its rows and columns.
 The cube result of every block is the L0C value (int32 for A8W8) that accum.py's exact primitive produces for the
 whole group at once (block decomposition does not change an exact integer sum); this module replays the vector
 epilogue per block in its vector tiles of vecBaseM rows x baseN columns: AscendDequant (int32 -> fp32 x scale[n]),
-Mul by the per-token scale, Add the bf16 bias (cast to fp32), Cast to bf16 (CAST_RINT) / fp16 (CAST_NONE). The
+Mul by the per-token scale, Add the bf16 bias (cast to fp32), the activation of ``activeType`` (ActivationCompute,
+npu_emu/ascendc/activation.py; docs/ops/grouped_matmul.md §13), Cast to bf16 (CAST_RINT) / fp16 (CAST_NONE). The
 element chain is quant_matmul's epilogue row (kernels/quant_matmul/kernel.py ``_dequant_row``), imported from the
-copy specialised for the same output type: one implementation of the chain.
+copy specialised for the same output type (fp32 when an activation follows): one implementation of the chain.
 """
 
 import numpy as np

@@ -214,3 +214,35 @@ def test_bad_model_name():
     with pytest.raises(AclnnError, match="exp_model"):
         api.npu_grouped_matmul([X], [W], scale=[SCALE_BF16], group_list=GL, output_dtype="bfloat16", act_type=5,
                                split_item=3, group_type=0, exp_model="fast")
+
+
+def test_cli_run_with_act_type(tmp_path, capsys):
+    from npu_emu.cli import main as cli_main
+
+    y = tmp_path / "y.bin"
+    files = {}
+    for name, arr in (("x", X), ("weight", W), ("group_list", GL), ("scale", SCALE_BF16), ("per_token_scale", PT)):
+        files[name] = tmp_path / f"{name}.bin"
+        np.ascontiguousarray(arr).tofile(files[name])
+    argv = ["run", "grouped_matmul", "--output", str(y), "--output-dtype", "bfloat16", "--act-type", "5"]
+    for name, arr in (("x", X), ("weight", W), ("group_list", GL), ("scale", SCALE_BF16), ("per_token_scale", PT)):
+        flag = "--" + name.replace("_", "-")
+        argv += [flag, str(files[name]), flag + "-shape", ",".join(map(str, arr.shape))]
+    argv += ["--scale-dtype", "bfloat16"]
+    assert cli_main(argv) == 0, capsys.readouterr()
+    ref = golden.grouped_matmul_quant(X, W, GL, scale=SCALE_BF16, per_token_scale=PT, out_dtype="bfloat16",
+                                      act_type=golden.SILU)
+    same_bits(np.fromfile(y, np.uint16).reshape(M, N).view(BF16), ref)
+
+
+def test_torch_binding_passes_act_type():
+    torch = pytest.importorskip("torch")
+    import npu_emu.torch  # noqa: F401
+
+    y = torch.ops.npu.npu_grouped_matmul([torch.from_numpy(X)], [torch.from_numpy(W)],
+                                         scale=[torch.from_numpy(SCALE_F32)], per_token_scale=[torch.from_numpy(PT)],
+                                         group_list=torch.from_numpy(GL), split_item=3, group_type=0,
+                                         output_dtype=torch.float16, act_type=golden.GELU_TANH)[0]
+    ref = golden.grouped_matmul_quant(X, W, GL, scale=SCALE_F32, per_token_scale=PT, out_dtype="float16",
+                                      act_type=golden.GELU_TANH)
+    same_bits(y.numpy(), ref)
