@@ -158,6 +158,18 @@ def test_aclnn_act_type(entry):
     same_bits(out, ref)
 
 
+def test_weight_nz_entry_with_relu():
+    from npu_emu.kernels.quant_matmul.api import NzWeight
+
+    out = np.zeros((M, N), BF16)
+    st, ws, ex = api.aclnnGroupedMatmulWeightNzGetWorkspaceSize(
+        [X], [NzWeight.from_nd(W)], [BIAS_BF16], [SCALE_BF16], None, None, None, [PT], GL, None, None, None, 3, 0, 0,
+        golden.RELU, None, 0, [out])
+    assert st == 0 and api.aclnnGroupedMatmulWeightNz(None, ws, ex) == 0
+    same_bits(out, golden.grouped_matmul_quant(X, W, GL, scale=SCALE_BF16, per_token_scale=PT, bias=BIAS_BF16,
+                                               out_dtype="bfloat16", act_type=golden.RELU))
+
+
 def test_tiling_carries_act_type_and_user_tiling_must_agree():
     kw = dict(scale=[SCALE_BF16], group_list=GL, output_dtype="bfloat16", act_type=golden.RELU, split_item=3,
               group_type=0)
@@ -246,3 +258,15 @@ def test_torch_binding_passes_act_type():
     ref = golden.grouped_matmul_quant(X, W, GL, scale=SCALE_F32, per_token_scale=PT, out_dtype="float16",
                                       act_type=golden.GELU_TANH)
     same_bits(y.numpy(), ref)
+
+
+def test_dask_chunks_with_an_activation():
+    da = pytest.importorskip("dask.array")
+    import npu_emu.dask as nd
+
+    got = nd.grouped_matmul(da.from_array(X, chunks=(16, K)), [W], group_list=GL, scale=[SCALE_BF16],
+                            per_token_scale=[PT], bias=[BIAS_BF16], output_dtype="bfloat16",
+                            act_type=golden.FASTGELU).compute(scheduler="sync")
+    same_bits(np.asarray(got), golden.grouped_matmul_quant(X, W, GL, scale=SCALE_BF16, per_token_scale=PT,
+                                                           bias=BIAS_BF16, out_dtype="bfloat16",
+                                                           act_type=golden.FASTGELU))
