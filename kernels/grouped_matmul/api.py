@@ -7,12 +7,14 @@ int32, or the float accumulation models) -> the per-core epilogue over the group
 launch.py) -> the caller's array type.
 
 Switches: ``soc`` ("ascend910b2"), ``float_accum`` ("exact"; plain bf16 / fp16 modes, as quant_matmul's),
-``core_num``, ``trace``. Rows of y after the last group: a fresh y (npu_grouped_matmul) holds zeros there, an
+``core_num``, ``exp_model`` ("correctly_rounded") and ``div_model`` ("ieee") for the activations (act_type), ``trace``.
+Rows of y after the last group: a fresh y (npu_grouped_matmul) holds zeros there, an
 aclnn ``out`` keeps what it held (the kernel writes only the groups' rows).
 """
 
 import numpy as np
 
+from npu_emu.ascendc.transcendental import DIV_MODELS, EXP_MODELS
 from npu_emu.device import memo
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import (
@@ -184,7 +186,7 @@ def _plan(args, mode, gl, tr, validate):
     return ent
 
 
-def _compute(args, mode, x, wnd, bias, scale, pt, ent, tr, y, float_accum, validate=True):
+def _compute(args, mode, x, wnd, bias, scale, pt, ent, tr, y, float_accum, validate=True, models=(0, 0)):
     """Write every group's rows of ``y`` (other rows untouched)."""
     m_x, n = args.x_shape[0], args.w_shape[2]
     e = args.w_shape[0]
@@ -211,7 +213,8 @@ def _compute(args, mode, x, wnd, bias, scale, pt, ent, tr, y, float_accum, valid
         bias_f = bias.astype(np.float32) if bias is not None and bias.dtype != np.int32 else empty_f
         ptv = np.zeros(0, np.float32) if pt is None else pt
         launch.run_epilogue(tr, ent, args, acc, np.zeros(0, np.float32), s32, ptv, bias_i, bias_f,
-                            launch.OUT_CODES[args.y_dtype], y, validate, off9=off9)
+                            launch.OUT_CODES[args.y_dtype], y, validate, off9=off9, exp_model=models[0],
+                            div_model=models[1])
         return
     check_memory(4 * m_x * n, "GroupedMatmul fp32 workspace")
     acc = np.empty((m_x, n), np.float32)
@@ -236,14 +239,15 @@ def _make_trace(tr, mode, args):
 class _Sub:
     """One checked, tiled single-tensor split-M call (what the kernel runs)."""
 
-    def __init__(self, args, mode, x, wnd, bias, scale, pt, gl, tr, ent):
+    def __init__(self, args, mode, x, wnd, bias, scale, pt, gl, tr, ent, models=(0, 0)):
         self.args, self.mode, self.x, self.wnd = args, mode, x, wnd
         self.bias, self.scale, self.pt, self.gl, self.tr, self.ent = bias, scale, pt, gl, tr, ent
+        self.models = models                 # (exp_model, div_model) codes of the activation (§13)
 
     def run(self, y, float_accum, validate):
         if self.tr is not None:
             _compute(self.args, self.mode, self.x, self.wnd, self.bias, self.scale, self.pt, self.ent, self.tr, y,
-                     float_accum, validate)
+                     float_accum, validate, self.models)
         return y
 
 
@@ -259,7 +263,7 @@ def _sub(x, w, bias, scale, pt, gl, y_name, kw):
     if args.x_shape[0] and args.w_shape[2] and args.x_shape[1]:
         tr = _tiling(args, nz, kw["soc"], kw["core_num"], kw["user_tiling"], mode)
         ent = _plan(args, mode, gl, tr, kw["validate"])
-    return _Sub(args, mode, x, wnd, bias, scale, pt, gl, tr, ent)
+    return _Sub(args, mode, x, wnd, bias, scale, pt, gl, tr, ent, kw.get("models", (0, 0)))
 
 
 def _arrays(v, name, origin):
@@ -279,6 +283,7 @@ def _build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_ty
     """The form of the call (api_forms.py) -> (subs, assemble, out_shapes): ``assemble(ys)`` gives the outputs from
     the subs' ys, ``out_shapes`` the shape of every output."""
     forms.not_null(xs, ws)
+    checks.check_act_type(kw["act_type"])                   # CheckCommonParam, before every mode's checks
     if kw.get("transpose") is not None:             # the callers' view strides (CheckTransposeStatus), checked once
         tx, tw = kw["transpose"]
         if not mx.handles(xs, ws, kw["soc"]):
@@ -397,7 +402,7 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
                        activation_quant_offset=None, split_item=0, group_type=None, group_list_type=0, act_type=0,
                        tuning_config=None, output_dtype=None, x_dtype=None, weight_dtype=None, scale_dtype=None,
                        per_token_scale_dtype=None, soc=DEFAULT_SOC, core_num=None, float_accum="exact",
-                       tiling=None, validate=True, trace=False):
+                       exp_model="correctly_rounded", div_model="ieee", tiling=None, validate=True, trace=False):
     """torch_npu.npu_grouped_matmul: one matmul per expert group -> a list of y.
 
     Forms (docs/ops/grouped_matmul.md §2.1): group_type 0 with one x (M, K) and one weight (E, K, N) (or an
@@ -405,7 +410,9 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
     with E x, E weights (split_item 0 / 1: E y); group_type 2 (split K, plain float: one y (E, M, N)).
     Modes: A8W8 -> int32; A8W8 with scale [+ per_token_scale (M,)] [+ bias] -> bfloat16 / float16; plain
     bfloat16 / float16 / float32 (+ bias).
-    Extra keywords: ``soc``, ``core_num``, ``float_accum`` (plain float modes), ``tiling`` (a GMMTilingData, a
+    ``act_type`` (A8W8 -> bfloat16 / float16): 1 RELU, 2 GELU_TANH, 4 FASTGELU, 5 SILU after the dequant (§13).
+    Extra keywords: ``soc``, ``core_num``, ``float_accum`` (plain float modes), ``exp_model`` / ``div_model``
+    (the activations' Exp and Div, docs/conventions.md), ``tiling`` (a GMMTilingData, a
     dict of its fields or its packed bytes, in place of the host's; it runs on its coreNum cores), ``validate``
     (check the walk's accesses and UB before anything runs; 561002 otherwise), ``trace``.
     """
@@ -430,6 +437,7 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
         tc = list(tuning_config) if isinstance(tuning_config, (list, tuple)) else [tuning_config]
         tuning = as_int(tc[0], "tuning_config[0]") if tc else 0
     float_accum = choice(float_accum, "float_accum", accum.FLOAT_ACCUM)
+    models = _models(exp_model, div_model)
     for v, nm in ((activation_input, "activation_input"), (activation_quant_scale, "activation_quant_scale"),
                   (activation_quant_offset, "activation_quant_offset")):
         if _list(v, nm) is not None:
@@ -441,7 +449,7 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
               has_antiquant=(_list(antiquant_scale, "antiquant_scale") is not None
                              or _list(antiquant_offset, "antiquant_offset") is not None),
               group_list_type=group_list_type, act_type=act_type, tuning=tuning, origin=origin, soc=soc,
-              core_num=core_num, user_tiling=tiling, validate=validate,
+              core_num=core_num, user_tiling=tiling, validate=validate, models=models,
               # op-plugin sends NZ weights to aclnnGroupedMatmulWeightNz (some checks name the entry)
               api=("aclnnGroupedMatmulWeightNz" if any(isinstance(w, NzWeight) for w in ws)
                    else "aclnnGroupedMatmulV4"), transpose=trans[:2], raw_weight=trans[2])
@@ -468,9 +476,10 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
 
 def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, group_list, act_in, act_qs, act_qo,
                split_item, group_type, group_list_type, act_type, tuning, out, soc, core_num, float_accum,
-               user_tiling=None, validate=True):
+               user_tiling=None, validate=True, exp_model="correctly_rounded", div_model="ieee"):
     def build():
         origin = Origin()
+        models = _models(exp_model, div_model)
         for v, nm in ((act_in, "activationInputOptional"), (act_qs, "activationQuantScaleOptional"),
                       (act_qo, "activationQuantOffsetOptional")):
             if _list(v, nm) is not None:
@@ -497,7 +506,8 @@ def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, grou
                   or _list(aq_offset, "antiquantOffset") is not None, group_list_type=as_int(group_list_type,
                                                                                             "groupListType"),
                   act_type=as_int(act_type, "actType"), tuning=tuning, origin=origin, soc=soc, core_num=core_num,
-                  user_tiling=user_tiling, validate=validate, api=op, transpose=trans[:2], raw_weight=trans[2])
+                  user_tiling=user_tiling, validate=validate, api=op, models=models, transpose=trans[:2],
+                  raw_weight=trans[2])
         kw["antiquant"] = (_arrays(aq_scale, "antiquantScale", origin), _arrays(aq_offset, "antiquantOffset", origin),
                            kw["has_offset"])
         subs, assemble, shapes = _build(xs, ws, _arrays(bias, "bias", origin), _arrays(scale, "scale", origin),
@@ -531,6 +541,12 @@ def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, grou
     return get_workspace(op, build)
 
 
+def _models(exp_model, div_model):
+    """The (exp_model, div_model) codes of the switches (docs/conventions.md, "Transcendental models")."""
+    return (EXP_MODELS[choice(exp_model, "exp_model", tuple(EXP_MODELS))],
+            DIV_MODELS[choice(div_model, "div_model", tuple(DIV_MODELS))])
+
+
 def _tuning(t):
     if t is None:
         return 0
@@ -544,12 +560,13 @@ def aclnnGroupedMatmulV4GetWorkspaceSize(x, weight, biasOptional, scaleOptional,
                                          activationQuantOffsetOptional, splitItem, groupType, groupListType, actType,
                                          out, activationFeatureOutOptional=None, dynQuantScaleOutOptional=None, *,
                                          soc=DEFAULT_SOC, core_num=None, float_accum="exact", tiling=None,
-                                         validate=True):
+                                         validate=True, exp_model="correctly_rounded", div_model="ieee"):
     """-> (status, workspace_size, executor)."""
     return _workspace("aclnnGroupedMatmulV4", x, weight, biasOptional, scaleOptional, offsetOptional,
                       antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional, groupListOptional,
                       activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional, splitItem,
-                      groupType, groupListType, actType, 0, out, soc, core_num, float_accum, tiling, validate)
+                      groupType, groupListType, actType, 0, out, soc, core_num, float_accum, tiling, validate,
+                      exp_model, div_model)
 
 
 def aclnnGroupedMatmulV4(workspace, workspace_size, executor, stream=None):
@@ -562,13 +579,14 @@ def aclnnGroupedMatmulV5GetWorkspaceSize(x, weight, biasOptional, scaleOptional,
                                          activationQuantOffsetOptional, splitItem, groupType, groupListType, actType,
                                          tuningConfigOptional, out, activationFeatureOutOptional=None,
                                          dynQuantScaleOutOptional=None, *, soc=DEFAULT_SOC, core_num=None,
-                                         float_accum="exact", tiling=None, validate=True):
+                                         float_accum="exact", tiling=None, validate=True,
+                                         exp_model="correctly_rounded", div_model="ieee"):
     """-> (status, workspace_size, executor)."""
     return _workspace("aclnnGroupedMatmulV5", x, weight, biasOptional, scaleOptional, offsetOptional,
                       antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional, groupListOptional,
                       activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional, splitItem,
                       groupType, groupListType, actType, _tuning(tuningConfigOptional), out, soc, core_num,
-                      float_accum, tiling, validate)
+                      float_accum, tiling, validate, exp_model, div_model)
 
 
 def aclnnGroupedMatmulV5(workspace, workspace_size, executor, stream=None):
@@ -582,13 +600,14 @@ def aclnnGroupedMatmulWeightNzGetWorkspaceSize(x, weight, biasOptional, scaleOpt
                                                groupType, groupListType, actType, tuningConfigOptional,
                                                quantGroupSize, out, activationFeatureOutOptional=None,
                                                dynQuantScaleOutOptional=None, *, soc=DEFAULT_SOC, core_num=None,
-                                               float_accum="exact", tiling=None, validate=True):
+                                               float_accum="exact", tiling=None, validate=True,
+                                               exp_model="correctly_rounded", div_model="ieee"):
     """-> (status, workspace_size, executor); weight: an NzWeight."""
     return _workspace("aclnnGroupedMatmulWeightNz", x, weight, biasOptional, scaleOptional, offsetOptional,
                       antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional, groupListOptional,
                       activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional, splitItem,
                       groupType, groupListType, actType, _tuning(tuningConfigOptional), out, soc, core_num,
-                      float_accum, tiling, validate)
+                      float_accum, tiling, validate, exp_model, div_model)
 
 
 def aclnnGroupedMatmulWeightNz(workspace, workspace_size, executor, stream=None):

@@ -70,8 +70,7 @@ def check(a):
         _err(f"npu-emu implements the single-tensor split-M form (group_type 0, split_item 2 or 3: x (M, K), "
              f"weight (E, K, N), y (M, N)); got split_item={a.split_item}, group_type={a.group_type} "
              f"(docs/ops/grouped_matmul.md §9)")
-    if a.act_type != 0:
-        _err(f"npu-emu does not implement act_type={a.act_type} (only 0, no activation)")
+    check_act_type(a.act_type)
     mode = mode_of(a)
     # SplitMSingleXSingleWeightSingleY: dims and shapes
     if len(a.x_shape) != 2:
@@ -134,6 +133,22 @@ def _check_nz_align(w_dtype, k, n, transposed):
              "the k/n need to be reversed.")
 
 
+# GMMActType (aclnn_grouped_matmul_v4.h) = ActiveType of the kernel (grouped_matmul_utils.h)
+ACT_NONE, ACT_RELU, ACT_GELU_TANH, ACT_GELU_ERR_FUNC, ACT_FASTGELU, ACT_SILU = range(6)
+END_ACT_TYPE_ENUM = 6
+
+
+def check_act_type(act_type):
+    """CheckCommonParam's actType checks (every mode, before the per-mode checks): docs/ops/grouped_matmul.md §13."""
+    if act_type < 0:
+        _err("actType must be larger or equal to 0")
+    if act_type != ACT_NONE:
+        if act_type == ACT_GELU_ERR_FUNC:
+            _err("Activation function not support GELU_ERR_FUNC now.")
+        if act_type >= END_ACT_TYPE_ENUM:
+            _err("Activation function only support RELU/GELU_TANH/FASTGELU/SILU.")
+
+
 def _check_float(a, e, n):
     bias_dt = "float32" if a.x_dtype == "bfloat16" else a.x_dtype
     if a.y_dtype != a.x_dtype:
@@ -142,6 +157,8 @@ def _check_float(a, e, n):
         if a.bias_dtype != bias_dt:
             _err(f"GMM: bias dtype does not match with required dtype[{bias_dt}].")
         _check_en(a.bias_shape, e, n, "bias")
+    if a.act_type != ACT_NONE:
+        _err("non quant case dose not support activation.")
     if a.scale_dtype is not None or a.has_offset or a.pt_dtype is not None:
         _err("Detected nonquant, but quant inputs is not empty!")
     if a.has_antiquant:
@@ -154,6 +171,13 @@ def _check_en(shape, e, n, name):
 
 
 def _check_quant(a, m, e, n):
+    if a.act_type != ACT_NONE and a.y_dtype in ("int32", "int8"):
+        # CANN's condition `isNoActivation || y != INT8 || y != INT32` is always true, so it lets the call through;
+        # the int32 / int8 kernels are cube-only (the FixPipe writes y, no activation), and with GELU_TANH the tiling
+        # asks for AIV:AIC = 1:2, for which no such kernel is built: what y then holds is not modelled
+        _err(f"quant case with output dtype int8 or int32 dose not support activation (emulator-added: CANN's check "
+             f"of this is always true and the cube-only int8 / int32 kernels apply no activation); got actType "
+             f"{a.act_type} with {a.y_dtype} output: use bfloat16 / float16 output with a scale, or actType 0.")
     if a.y_dtype not in QUANT_OUT:
         _err(f"Expect yDtype is int8, int32, float16 or bfloat16 in quant case, but now y[0] dtype is {a.y_dtype}")
     if a.bias_dtype is not None:

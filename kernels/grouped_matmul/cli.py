@@ -58,6 +58,10 @@ def _add_run(p):
     p.add_argument("--output", required=True, help="where to write y (.bin)")
     p.add_argument("--soc", default="ascend910b2")
     p.add_argument("--float-accum", default="exact", choices=("exact", "kchunk", "sequential", "numpy"))
+    p.add_argument("--act-type", type=int, default=0,
+                   help="activation of the A8W8 -> bf16 / fp16 epilogue: 1 RELU, 2 GELU_TANH, 4 FASTGELU, 5 SILU (§13)")
+    p.add_argument("--exp-model", default="correctly_rounded", choices=("correctly_rounded", "exp2"))
+    p.add_argument("--div-model", default="ieee", choices=("ieee", "reciprocal"))
     p.add_argument("--trace", action="store_true", help="print the tiling and the quant mode")
 
 
@@ -70,7 +74,8 @@ def _run(a):
                                 antiquant_scale=opt("antiquant_scale"), antiquant_offset=opt("antiquant_offset"),
                                 output_dtype=a.output_dtype, group_list_type=a.group_list_type,
                                 group_type=a.group_type, split_item=a.split_item, soc=a.soc,
-                                float_accum=a.float_accum, trace=True)
+                                float_accum=a.float_accum, act_type=a.act_type, exp_model=a.exp_model,
+                                div_model=a.div_model, trace=True)
     y = ys[0]
     write_bin(a.output, y)
     print(f"wrote {a.output}: shape {tuple(y.shape)} {y.dtype}")

@@ -8,7 +8,7 @@ from npu_emu.frontend.cases import bf16 as _bf16, collector, rng as _rng  # noqa
 CONFIGS, config = collector()
 
 
-def _gmm(out, per_token, plain=None):
+def _gmm(out, per_token, plain=None, act_type=0):
     def build():
         from npu_emu.ops import npu_grouped_matmul
 
@@ -21,7 +21,7 @@ def _gmm(out, per_token, plain=None):
             return lambda: npu_grouped_matmul([x], [w], group_list=gl, split_item=3, group_type=0)
         x = rng.integers(-128, 128, (m, k), dtype=np.int16).astype(np.int8)
         w = rng.integers(-128, 128, (e, k, n), dtype=np.int16).astype(np.int8)
-        kw = {"output_dtype": out, "group_list": gl, "split_item": 3, "group_type": 0}
+        kw = {"output_dtype": out, "group_list": gl, "split_item": 3, "group_type": 0, "act_type": act_type}
         if out == "int8":                     # the uint64 FixPipe words (scale bits only, offset 0)
             s = rng.uniform(1e-3, 1e-2, (e, n)).astype(np.float32)
             kw["scale"] = [s.view(np.uint32).astype(np.uint64)]
@@ -40,6 +40,8 @@ config("grouped_matmul.int8_int32",
 config("grouped_matmul.int8_int8", "A8W8 per-channel -> int8 (uint64 FixPipe words)")(_gmm("int8", False))
 config("grouped_matmul.int8_pertoken_bf16", "A8W8 per-channel x per-token -> bfloat16")(_gmm("bfloat16", True))
 config("grouped_matmul.int8_pertoken_fp16", "A8W8 per-channel x per-token -> float16")(_gmm("float16", True))
+config("grouped_matmul.int8_pertoken_bf16_silu",
+       "A8W8 per-channel x per-token -> bfloat16 with act_type 5 (SILU)")(_gmm("bfloat16", True, act_type=5))
 config("grouped_matmul.bf16", "plain bfloat16 (float_accum exact)")(_gmm(None, False, plain=_bf16(np.zeros(1)).dtype))
 config("grouped_matmul.fp16", "plain float16 (float_accum exact)")(_gmm(None, False, plain=np.float16))
 

@@ -9,6 +9,11 @@ list. Rows after the last group are not computed: the golden leaves them as ``fi
 import ml_dtypes
 import numpy as np
 
+from npu_emu.kernels.swiglu.golden import div32, exp32
+
+# actType (GMMActType): 1 RELU, 2 GELU_TANH, 4 FASTGELU, 5 SILU (3 GELU_ERR_FUNC is refused by CANN)
+RELU, GELU_TANH, FASTGELU, SILU = 1, 2, 4, 5
+
 
 def group_rows(group_list, group_list_type, num_groups):
     """[(weight index, first row, rows), ...] of the groups in the order the kernel visits them."""
@@ -37,12 +42,51 @@ def _bf16(v32):
     return np.asarray(v32, np.float32).astype(ml_dtypes.bfloat16)
 
 
+def activation(v, act_type, exp_model="correctly_rounded", div_model="ieee"):
+    """The activation of the A8W8 epilogue on float32 values (docs/ops/grouped_matmul.md §13), every step one float32
+    rounding, with e**t and the quotient under the named models (swiglu's golden helpers):
+
+    RELU: x if x > 0 (or NaN) else +0; SILU: x / (1 + e**(-x)); FASTGELU: x / (1 + e**(-1.702 x));
+    GELU_TANH: u = 1.5957691216057308 (x + 0.044715 x**3) as x*x, x*that, *0.044715, x+that, *1.5957691, then
+    x / (1 + e**(-|u|)) * e**(min(u, 0)) (x * sigmoid(u) without an overflowing power). Constants: the float32
+    nearest to each literal."""
+    x = np.asarray(v, np.float32)
+    one = np.float32(1.0)
+    with np.errstate(all="ignore"):
+        if act_type == RELU:
+            return np.where(np.isnan(x) | (x > 0), x, np.float32(0.0)).astype(np.float32)
+        if act_type in (SILU, FASTGELU):
+            c = np.float32(-1.0) if act_type == SILU else np.float32(-1.702)
+            t = (x * c).astype(np.float32)
+            t = (exp32(t, exp_model) + one).astype(np.float32)
+            return div32(x, t, div_model)
+        if act_type == GELU_TANH:
+            u = (x * x).astype(np.float32)
+            u = (x * u).astype(np.float32)
+            u = (u * np.float32(0.044715)).astype(np.float32)
+            u = (x + u).astype(np.float32)
+            u = (u * np.float32(1.5957691216057308)).astype(np.float32)
+            # min(u, 0): a NaN stays NaN; the sign of a zero does not matter (e**-0 = e**+0 = 1)
+            neg = exp32(np.where(np.isnan(u) | (u < 0), u, np.float32(0.0)), exp_model)
+            d = (exp32(-np.abs(u), exp_model) + one).astype(np.float32)
+            return (div32(x, d, div_model) * neg).astype(np.float32)
+    raise ValueError(f"act_type {act_type}")
+
+
 def grouped_matmul_quant(x, weight, group_list, *, group_list_type=0, scale=None, per_token_scale=None,
-                         bias=None, out_dtype="int32", fill=0):
+                         bias=None, out_dtype="int32", fill=0, act_type=0, exp_model="correctly_rounded",
+                         div_model="ieee"):
     """A8W8: int32 = exact sum of int8 products (+ int32 bias, wrapping as the int32 accumulator); int8 out (uint64
     / int64 FixPipe words in ``scale``): REQ8 of f32(acc) * t19(word) with the word's int9 offset; bf16/fp16 out:
     f32(acc) * scale[n] (f32), * per_token[m] (f32), + bias (bf16 -> f32), each product / sum rounded to fp32,
-    then rounded to bf16 (RNE) or fp16 (RNE)."""
+    then the activation (``act_type`` != 0, :func:`activation`), then rounded to bf16 (RNE) or fp16 (RNE)."""
+    with np.errstate(over="ignore", invalid="ignore"):      # inf / NaN out of the dequant are part of the semantics
+        return _quant(x, weight, group_list, group_list_type, scale, per_token_scale, bias, out_dtype, fill, act_type,
+                      exp_model, div_model)
+
+
+def _quant(x, weight, group_list, group_list_type, scale, per_token_scale, bias, out_dtype, fill, act_type,
+           exp_model, div_model):
     x = np.asarray(x)
     weight = np.asarray(weight)
     m_total, n = x.shape[0], weight.shape[-1]
@@ -90,6 +134,8 @@ def grouped_matmul_quant(x, weight, group_list, *, group_list_type=0, scale=None
                 if m > 0:
                     b[r0:r0 + m] = np.asarray(bias)[g].astype(np.float32)
             v = (v + b).astype(np.float32)
+    if act_type:
+        v = activation(v, act_type, exp_model, div_model)
     if out_dtype == "bfloat16":
         y = np.full((m_total, n), fill, ml_dtypes.bfloat16)
         y[done] = _bf16(v[done])

@@ -12,23 +12,36 @@ k-sum of its rows and columns.
 The cube result of every block is the L0C value (int32 for A8W8) that accum.py's exact primitive produces for the
 whole group at once (block decomposition does not change an exact integer sum); this module replays the vector
 epilogue per block in its vector tiles of vecBaseM rows x baseN columns: AscendDequant (int32 -> fp32 x scale[n]),
-Mul by the per-token scale, Add the bf16 bias (cast to fp32), Cast to bf16 (CAST_RINT) / fp16 (CAST_NONE). The
+Mul by the per-token scale, Add the bf16 bias (cast to fp32), the activation of ``activeType`` (ActivationCompute,
+npu_emu/ascendc/activation.py; docs/ops/grouped_matmul.md §13), Cast to bf16 (CAST_RINT) / fp16 (CAST_NONE). The
 element chain is quant_matmul's epilogue row (kernels/quant_matmul/kernel.py ``_dequant_row``), imported from the
-copy specialised for the same output type: one implementation of the chain.
+copy specialised for the same output type (fp32 when an activation follows): one implementation of the chain.
 """
 
 import numpy as np
 from numba import prange
 
+from npu_emu.ascendc.activation import FasterGelu, Gelu, Relu, Silu
 from npu_emu.device.jit_options import PARALLEL
 from npu_emu.device.specialize import const, load, njit
+from npu_emu.dtypes import scalar
 
 OUT = const("OUT")            # quant_matmul kernel OUT_* code of this copy
 ACC_INT = const("ACC_INT")
 RINT = const("RINT")
+# activeType (ActiveType of grouped_matmul_utils.h) and the Exp / Div models of the activations; a copy without
+# activation is loaded without these switches (so its tag and cache files are those of the copy before them)
+ACT = const("ACT", 0)
+EXP_MODEL = const("EXP_MODEL", 0)
+DIV_MODEL = const("DIV_MODEL", 0)
+ACT_NONE, ACT_RELU, ACT_GELU_TANH, ACT_GELU_ERR_FUNC, ACT_FASTGELU, ACT_SILU = range(6)
 _QK = None if OUT is None else load("npu_emu.kernels.quant_matmul.kernel", OUT=OUT, ACC_INT=ACC_INT, RINT=RINT)
 _dequant_row = None if _QK is None else _QK._dequant_row
 OSIZE = None if OUT is None else _QK.OSIZE
+# with an activation the chain stops at fp32 (ComputeDequantAndActivate: dequantMiddleResult / mulsResultLocal),
+# the activation runs, then the Cast: the fp32-out copy of the same chain
+_dequant_row_f32 = None if (OUT is None or ACT == ACT_NONE) else load(
+    "npu_emu.kernels.quant_matmul.kernel", OUT=_QK.OUT_F32, ACC_INT=ACC_INT, RINT=RINT)._dequant_row
 
 # walk array layout (host: launch.walk_array)
 W_SINGLE_M, W_SINGLE_N, W_BASE_N, W_VEC_M, W_CORES, W_DIAG, W_N, W_LEN = range(8)
@@ -99,6 +112,27 @@ def walk_blocks(walk, group_m, out):
 
 
 @njit(cache=True, error_model="numpy")
+def _activate_and_cast(pre, act, out_u16, cnt):
+    """ActivationCompute (FASTGELU -> FasterGelu, RELU -> Relu, SILU -> Silu, GELU_TANH -> Gelu) of the fp32 row
+    ``pre`` into ``act``, then the Cast of ComputeDequantAndActivate: bf16 with CAST_RINT, fp16 with CAST_NONE
+    (round to nearest even on fp32 -> fp16)."""
+    if ACT == ACT_FASTGELU:
+        FasterGelu(act, pre, act, cnt, EXP_MODEL, DIV_MODEL)
+    elif ACT == ACT_RELU:
+        Relu(act, pre, cnt)
+    elif ACT == ACT_SILU:
+        Silu(act, pre, cnt, EXP_MODEL, DIV_MODEL)
+    else:
+        Gelu(act, pre, act, cnt, EXP_MODEL, DIV_MODEL)
+    if OUT == _QK.OUT_BF16:
+        for j in range(cnt):
+            out_u16[j] = scalar.f32_to_bf16(act[j], scalar.CAST_RINT, False)
+    else:
+        for j in range(cnt):
+            out_u16[j] = scalar.f32_to_f16(act[j], scalar.CAST_RINT, False)
+
+
+@njit(cache=True, error_model="numpy")
 def _dequant_block(row0, rows, col0, cols, n, base_n, vec_m, acc_i, acc_f, s2, pt, bias_i, bias_f, off9, cfg, work,
                    o8, y8):
     """Dequant of one block: column chunks of baseN (VectorCompute's nDim loop), row chunks of vecBaseM, each
@@ -115,8 +149,13 @@ def _dequant_block(row0, rows, col0, cols, n, base_n, vec_m, acc_i, acc_f, s2, p
             for i in range(rn):
                 r = r0 + i
                 sc1 = pt[r] if use_pt else np.float32(1.0)
-                _dequant_row(acc_i, acc_f, r * n + c0, bias_i, bias_f, c0, s2, c0, sc1, use_pt, off9, cfg, work,
-                             out_u16, out_f32, out_i32, out_i8, 0, cn)
+                if ACT == ACT_NONE:
+                    _dequant_row(acc_i, acc_f, r * n + c0, bias_i, bias_f, c0, s2, c0, sc1, use_pt, off9, cfg,
+                                 work, out_u16, out_f32, out_i32, out_i8, 0, cn)
+                else:
+                    _dequant_row_f32(acc_i, acc_f, r * n + c0, bias_i, bias_f, c0, s2, c0, sc1, use_pt, bias_i[:0],
+                                     cfg, work, out_u16, out_f32, out_i32, out_i8, 0, cn)
+                    _activate_and_cast(out_f32, work, out_u16, cn)
                 dst = r * n + c0                                 # CopyOut (typed, element size OSIZE)
                 if OSIZE == 2:
                     y16 = y8.view(np.uint16)

@@ -17,6 +17,8 @@ from npu_emu.kernels.quant_matmul import accum
 from npu_emu.kernels.quant_matmul import kernel as qmm_kernel
 
 OUT_CODES = qmm_kernel.OUT_CODES
+# the epilogue's cfg: quant_matmul's fields, then the Exp / Div models of the activation (kernel.py ACT)
+CFG_EXP_MODEL, CFG_DIV_MODEL, GMM_CFG_LEN = qmm_kernel.CFG_LEN, qmm_kernel.CFG_LEN + 1, qmm_kernel.CFG_LEN + 2
 
 
 def entries(group_list, group_list_type, num_groups, m_x):
@@ -140,6 +142,8 @@ def user_tiling(value, host_tr, args, mode, nz):
     if base.groupType != args.group_type or base.groupListType != args.group_list_type:
         errs.append(f"groupType / groupListType = {base.groupType} / {base.groupListType} but the call has "
                     f"{args.group_type} / {args.group_list_type}")
+    if base.activeType != args.act_type:
+        errs.append(f"activeType = {base.activeType} but the call has act_type {args.act_type}")
     if base.hasBias != int(args.bias_dtype is not None) or base.quantParam != int(args.pt_dtype is not None):
         errs.append(f"hasBias / quantParam = {base.hasBias} / {base.quantParam} but the call has "
                     f"{int(args.bias_dtype is not None)} / {int(args.pt_dtype is not None)}")
@@ -162,7 +166,9 @@ def ub_bytes(td, args):
     per_token = args.pt_dtype is not None
     ssize = 2 if args.scale_dtype == "bfloat16" else 4
     queues = (cube.baseN * ssize + (cube.baseM * 4 if per_token else 0)) * tiling_mod.QUEUE_DOUBLE_BUFFER
-    io = tiling_mod.UB_DYNAMIC_QUANT_IO_USED_BLOCK if per_token else tiling_mod.UB_STATIC_QUANT_IO_USED_BLOCK
+    # an activation takes the per-token UB division (GMMSetUbDivideBlkQuant), with or without per_token_scale
+    io = (tiling_mod.UB_DYNAMIC_QUANT_IO_USED_BLOCK if per_token or args.act_type != 0
+          else tiling_mod.UB_STATIC_QUANT_IO_USED_BLOCK)
     vec_m = min(vec_base_m(td), cube.baseM)
     return int(queues + io * vec_m * _align16(cube.baseN) + base.ubRestBytes)
 
@@ -219,7 +225,7 @@ def epilogue_decl(args, mode, ent):
             ("acc_f", 0 if quant else m_x * n, np.float32), ("scale", g * n if quant else 0, np.float32),
             ("pt", m_x if args.pt_dtype is not None else 0, np.float32), ("bias_i", g * n if bias_int else 0, np.int32),
             ("bias_f", g * n if bias_flt else 0, np.float32),
-            ("off9", g * n if args.y_dtype == "int8" else 0, np.int32), ("cfg", qmm_kernel.CFG_LEN, np.int64),
+            ("off9", g * n if args.y_dtype == "int8" else 0, np.int32), ("cfg", GMM_CFG_LEN, np.int64),
             ("y", covered_rows(ent) * n * itemsize, np.uint8)]
 
 
@@ -241,26 +247,33 @@ def validate_launch(tr, ent, args, acc_name, buffers, out_itemsize, validate):
 def gmm_epilogue(block_dim, td, ub_size, group_m, group_row, acc_i, acc_f, scale, pt, bias_i, bias_f, off9, cfg,
                  y8):
     """The launch entry (``launch`` calls it with the tiling data as a namedtuple): the copy of kernel.py for cfg's
-    output type and accumulator, on the walk that the tiling data gives."""
-    dev = load("npu_emu.kernels.grouped_matmul.kernel", OUT=int(cfg[qmm_kernel.CFG_OUT]),
-               ACC_INT=int(cfg[qmm_kernel.CFG_ACC_INT]), RINT=1)
+    output type and accumulator and the tiling's activeType, on the walk that the tiling data gives."""
+    sw = dict(OUT=int(cfg[qmm_kernel.CFG_OUT]), ACC_INT=int(cfg[qmm_kernel.CFG_ACC_INT]), RINT=1)
+    act = int(td.gmmBaseParams.activeType)
+    if act:
+        sw.update(ACT=act, EXP_MODEL=int(cfg[CFG_EXP_MODEL]), DIV_MODEL=int(cfg[CFG_DIV_MODEL]))
+    dev = load("npu_emu.kernels.grouped_matmul.kernel", **sw)
     dev.gmm_epilogue_kernel(walk_array(td), group_m, group_row, acc_i, acc_f, scale, pt, bias_i, bias_f, off9, cfg,
                             y8)
 
 
-def run_epilogue(tr, ent, args, acc_i, acc_f, scale, pt, bias_i, bias_f, out_code, y, validate=True, off9=None):
+def run_epilogue(tr, ent, args, acc_i, acc_f, scale, pt, bias_i, bias_f, out_code, y, validate=True, off9=None,
+                 exp_model=0, div_model=0):
     """The per-core epilogue over the groups' blocks, through ``npu_emu.device.launch`` with the access pattern.
 
     scale (G, N) fp32 or (G, 0); pt (M,) fp32 or empty; bias_i (G, N) int32 or (G, 0); bias_f (G, N) fp32 or
     (G, 0); off9 (G, N) int32 (int8 out: the words' int9 offsets) or None, all indexed by the weight index of each
-    entry; y: the output array (rows of no group untouched)."""
+    entry; y: the output array (rows of no group untouched); exp_model / div_model: the codes of the activation's
+    Exp and Div (transcendental.EXP_MODELS, DIV_MODELS)."""
     w_idx, row, m = ent
     acc_int = acc_i.size > 0
-    cfg = np.zeros(qmm_kernel.CFG_LEN, np.int64)
+    cfg = np.zeros(GMM_CFG_LEN, np.int64)
     cfg[qmm_kernel.CFG_OUT] = out_code
     cfg[qmm_kernel.CFG_RMODE] = scalar.CAST_RINT
     cfg[qmm_kernel.CFG_ACC_INT] = int(acc_int)
     cfg[qmm_kernel.CFG_BIAS_ROWS] = 1
+    cfg[CFG_EXP_MODEL] = exp_model
+    cfg[CFG_DIV_MODEL] = div_model
 
     def per_entry(a, dt):
         a = np.asarray(a, dt)

@@ -11,12 +11,13 @@ Count-mode ("tensor前n个数据计算") forms only; the mask / repeat forms are
 
 Modules: ``datacopy`` (DataCopy, DataCopyPad and their Python-level struct forms), ``vector`` (Duplicate, Add, Sub,
 Mul, Div, Max, Min, Adds, Muls, Abs, ShiftLeft, ShiftRight, And, Or, Not, ReduceMax, ReduceMin), ``transcendental``
-(Exp and Reciprocal, with the Exp model switch), ``cmpsel`` (Compare,
+(Exp and Reciprocal, with the Exp model switch), ``activation`` (Relu, Silu, FasterGelu, Gelu), ``cmpsel`` (Compare,
 CompareScalar / Compares, Select), ``cast`` (Cast), ``mmad`` (Mmad, MmadParams, layout helpers), ``constants``
 (SELMODE, CMPMODE, RoundMode, DT_* tags, Cast flags), ``params`` (DataCopyParams), ``nz`` (NZ layout helpers),
 ``deq`` (the enhanced CO1 -> CO2 DataCopy with dequantisation).
 """
 
+from npu_emu.ascendc.activation import FasterGelu, Gelu, Relu, Silu
 from npu_emu.ascendc.cast import Cast
 from npu_emu.ascendc.cmpsel import Compare, Compares, CompareScalar, Select
 from npu_emu.ascendc.constants import *  # noqa: F401,F403  (the enums are part of the API)
@@ -58,6 +59,7 @@ __all__ = [
     "Duplicate", "Add", "Sub", "Mul", "Div", "Max", "Min", "Adds", "Muls", "Abs", "ShiftLeft", "ShiftRight", "And",
     "Or", "Not", "ReduceMax", "ReduceMin",
     "Exp", "Reciprocal", "EXP_CORRECTLY_ROUNDED", "EXP_EXP2",
+    "Relu", "Silu", "FasterGelu", "Gelu",
     "Compare", "CompareScalar", "Compares", "Select",
     "Cast",
     "Mmad", "MmadParams", "mmad", "nd_to_l0a", "nd_to_l0b", "l0c_to_nd",

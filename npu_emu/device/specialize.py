@@ -28,11 +28,13 @@ _lock = threading.RLock()
 
 
 def const(name, default=None):
-    """The value of switch ``name`` in the module :func:`load` is executing, or ``default`` in a plain import."""
+    """The value of switch ``name`` in the module :func:`load` is executing, or ``default`` in a plain import or
+    when the load does not name it (a switch added later keeps the tags, and so the cache files, of the copies
+    that existed before it)."""
     consts = getattr(_state, "consts", None)
     if consts is None:
         return default
-    return consts[name]
+    return consts.get(name, default)
 
 
 def tag_of(consts):

@@ -231,7 +231,7 @@ GL = np.array([10, 20, 30, 70], np.int64)
     (dict(group_list=GL, output_dtype="int32", split_item=0, group_type=-1), 161002, "nullptr when groupType is -1"),
     (dict(group_list=GL, output_dtype="int32", split_item=2, group_type=-1), 161002, "groupType can not be -1"),
     (dict(group_list=GL, output_dtype="int32", split_item=3, group_type=1), 161002, "can not be 1"),
-    (dict(group_list=GL, output_dtype="int32", act_type=1), 161002, "act_type"),
+    (dict(group_list=GL, output_dtype="int32", act_type=1), 161002, "int32 dose not support activation"),
     (dict(group_list=GL, output_dtype="int32", tuning_config=[71]), 161002, "tuningConfig"),
     (dict(group_list=np.array([[5, 3], [0, 2], [1, 0], [2, 0]]), group_list_type=2, output_dtype="int32"), 161002,
      "weight index"),

@@ -90,6 +90,7 @@ def test_aclnn_v4_int8_out_and_errors_leave_out_untouched():
     (dict(scale=[WORDS], bias=[BIAS.astype(np.float32)]), "bias dtype"),
     (dict(scale=[WORDS[:2]]), "scale must have shape"),
     (dict(scale=[WORDS], offset=[SC]), "offset must be nullptr"),
+    (dict(scale=[WORDS], act_type=5), "dose not support activation (emulator-added"),      # the cube-only kernel
 ])
 def test_int8_out_errors(kw, words):
     with pytest.raises(AclnnError) as ei:
