@@ -232,3 +232,14 @@ def test_torch_ops_binding_and_fake():
                   mode.from_tensor(v) if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
         fake = op(*fa, **fk)[0]
     assert (tuple(fake.shape), fake.dtype) == ((M, N), torch.float16)
+
+
+def test_dask_rows_cut_groups():
+    """npu_emu.dask.grouped_matmul: row chunks of 16 cut the groups; each chunk's call gives its rows' bits."""
+    da = pytest.importorskip("dask.array")
+    import npu_emu.dask as nd
+
+    y = nd.grouped_matmul(da.from_array(X, chunks=(16, K)), [W], group_list=GL, scale=[SC_G], per_token_scale=PT,
+                          output_dtype="bfloat16").compute()
+    g = grouped_matmul_a4w4(X, W, SC_G, PT, GL)
+    same_bits(y[:int(GL[-1])], g[:int(GL[-1])])
