@@ -105,8 +105,10 @@ def check(xs, ws, biases, scales, pts, gl, y_name, *, split_item, group_type, gr
     if scales is None or scales[0] is None:
         _err("GMM A4W4: scale must not be null.")
     s = scales[0]
-    if _name(s) != "uint64":
-        _err(f"GMM A4W4: scale dtype does not match with required dtype uint64, current dtype is {_name(s)}.")
+    sd = _name(s)
+    sd = "uint64" if sd == "int64" else sd     # the entry relabels every INT64 scale UINT64 before CheckParam
+    if sd != "uint64":
+        _err(f"GMM A4W4: scale dtype does not match with required dtype uint64, current dtype is {sd}.")
     single = len(xs) == 1 and n_y == 1
     if pts is not None:
         if pts[0] is not None and _name(pts[0]) != "float32":
