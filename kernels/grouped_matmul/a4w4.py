@@ -22,7 +22,7 @@ import numpy as np
 from npu_emu.device import memo
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import check_memory, resolve_dtype
-from npu_emu.kernels.grouped_matmul import checks, launch, tiling as tiling_mod
+from npu_emu.kernels.grouped_matmul import checks, launch, mx, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import operands
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul.api import NzWeight
@@ -229,6 +229,10 @@ def compute(args, x, w, scale, pt, groups, ent, tr, y, validate=True):
 
 def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw):
     """api._build's A4W4 branch -> (subs, assemble, out_shapes)."""
+    if mx.is_arch35(kw["soc"]):
+        _err(f"npu-emu implements the A2/A3 A4W4 kernel (grouped_matmul_a4w4.h); the Ascend 950's (arch35 "
+             f"qgmm_s4s4_kernel.h, int4 widened to int8 first) is not implemented for soc={kw['soc']!r} "
+             f"(docs/ops/grouped_matmul.md §14)")
     groups = check(xs, ws, biases, scales, pts, gl, y_name, split_item=split_item, group_type=group_type,
                    group_list_type=group_list_type, n_y=n_y, kw=kw)
     x, w, s = xs[0], ws[0], np.asarray(scales[0])

@@ -197,6 +197,7 @@ _PT1 = [np.ones(M, np.float32)]
     (dict(group_list=np.array([10, 5, 41, 63], np.int64)), "non-negative and incremental"),
     (dict(act_type=1), "act_type=1"),
     (dict(tiling={}), "tiling= is not modelled for A4W4"),
+    (dict(soc="ascend950pr"), "qgmm_s4s4_kernel.h"),
 ])
 def test_a4w4_errors(kw, words):
     with pytest.raises(AclnnError) as ei:
