@@ -154,13 +154,10 @@ def check(xs, ws, biases, scales, pts, gl, y_name, *, split_item, group_type, gr
     return groups
 
 
-def _check_shapes(x, w, s, groups, pt, gl, y_name, split_item, group_list_type, kw):
-    """The single-tensor split-M checks (SplitMSingleXSingleWeightSingleY, CheckGroupListCommonTensor, tuningConfig)
-    through checks.check with the int4 shapes (its dtype rules are the plain float ones, which the A4W4 checks above
-    have replaced), then npu-emu's own."""
-    if isinstance(w, NzWeight):
-        _err("npu-emu does not implement A4W4 with an NZ weight (aclnnGroupedMatmulWeightNz) yet "
-             "(docs/ops/grouped_matmul.md §14)")
+def _check_shapes(x, w, s, groups, pt, gl, y_name, split_item, group_list_type, kw, nz):
+    """The single-tensor split-M checks (SplitMSingleXSingleWeightSingleY, CheckGroupListCommonTensor, tuningConfig,
+    the NZ fractal alignment) through checks.check with the int4 shapes (its dtype rules are the plain float ones,
+    which the A4W4 checks above have replaced), WeightNz's dtype pairs, then npu-emu's own. ``w``: the ND values."""
     xs_, ws_ = logical_shape(x), logical_shape(w)
     args = checks.GmmArgs(
         x_dtype="float16", w_dtype="float16", y_dtype="float16", x_shape=xs_, w_shape=ws_,
@@ -168,6 +165,10 @@ def _check_shapes(x, w, s, groups, pt, gl, y_name, split_item, group_list_type, 
         split_item=split_item, group_type=0, group_list_type=group_list_type, act_type=kw["act_type"],
         tuning_config=kw["tuning"], transpose_w=bool(kw.get("transpose_w")))
     checks.check(args)
+    if nz:
+        checks._check_nz_align("int4", ws_[1], ws_[2], False)      # TransWeightFormat: int4 fractals (16, 64)
+        if kw.get("api") == "aclnnGroupedMatmulWeightNz":
+            checks.weight_nz_dtypes("int4", "int4", y_name)
     e, k, n = ws_
     if n % 2:
         _err(f"weight's inner axis size[{n}] is not even!")
@@ -227,17 +228,19 @@ def compute(args, x, w, scale, pt, groups, ent, tr, y, validate=True):
                         launch.OUT_CODES[args.y_dtype], y, validate)
 
 
-def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw):
-    """api._build's A4W4 branch -> (subs, assemble, out_shapes)."""
+def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw, weight_nd):
+    """api._build's A4W4 branch -> (subs, assemble, out_shapes); ``weight_nd``: api's reader of an NZ weight."""
     if mx.is_arch35(kw["soc"]):
         _err(f"npu-emu implements the A2/A3 A4W4 kernel (grouped_matmul_a4w4.h); the Ascend 950's (arch35 "
              f"qgmm_s4s4_kernel.h, int4 widened to int8 first) is not implemented for soc={kw['soc']!r} "
              f"(docs/ops/grouped_matmul.md §14)")
     groups = check(xs, ws, biases, scales, pts, gl, y_name, split_item=split_item, group_type=group_type,
                    group_list_type=group_list_type, n_y=n_y, kw=kw)
-    x, w, s = xs[0], ws[0], np.asarray(scales[0])
+    x, s = xs[0], np.asarray(scales[0])
+    nz = isinstance(ws[0], NzWeight)
+    w = weight_nd(ws[0], kw["origin"])[0] if nz else ws[0]        # FRACTAL_NZ: where the cube finds a value
     pt = np.asarray(pts[0], np.float32)
-    args = _check_shapes(x, w, s, groups, pt, gl, y_name, split_item, group_list_type, kw)
+    args = _check_shapes(x, w, s, groups, pt, gl, y_name, split_item, group_list_type, kw, nz)
     m_x, k = args.x_shape
     e, _, n = args.w_shape
     tr = ent = None

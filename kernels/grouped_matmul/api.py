@@ -286,7 +286,7 @@ def _build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_ty
         kw = dict(kw, transpose=None, raw_weight=None, transpose_w=tw)
     if a4w4.handles(xs, ws):                                 # A4W4: int4 x and weight (a4w4.py)
         return a4w4.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item, group_type=group_type,
-                          group_list_type=group_list_type, kw=kw)
+                          group_list_type=group_list_type, kw=kw, weight_nd=_weight_nd)
     if kw.get("antiquant") is not None and antiquant.handles(xs, ws):     # W8A16 / W4A16 (antiquant.py)
         return antiquant.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item,
                                group_type=group_type, group_list_type=group_list_type, kw=kw, rebuild=_build,

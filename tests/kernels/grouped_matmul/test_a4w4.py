@@ -212,9 +212,8 @@ def test_a4w4_weight_errors():
         gmm(w=np.zeros((E, K, 7), np.int8).astype(ml_dtypes.int4), scale=[np.ones((E, 8), np.uint64)])
     with pytest.raises(AclnnError, match="transB false"):
         gmm(w=np.ascontiguousarray(np.swapaxes(W, 1, 2)).transpose(0, 2, 1))
-    nz = NzWeight.from_nd(WV, "int4")
-    with pytest.raises(AclnnError, match="NZ weight"):
-        gmm(w=nz)
+    with pytest.raises(AclnnError, match=r"should be divisible by the following shape: INT8:\[16, 32\]"):
+        gmm(w=NzWeight.from_nd(WV, "int4"))                         # N 48: not whole (16, 64) int4 fractals
     with pytest.raises(AclnnError, match="per-token quant case is only supported when x, weight and y are all single"):
         api.npu_grouped_matmul([X[:30], X[30:]], [W[0], W[1]], scale=[SC_C[0], SC_C[1]], per_token_scale=[PT],
                                split_item=3, group_type=0, output_dtype="bfloat16")
@@ -250,3 +249,19 @@ def test_dask_rows_cut_groups():
                           output_dtype="bfloat16").compute()
     g = grouped_matmul_a4w4(X, W, SC_G, PT, GL)
     same_bits(y[:int(GL[-1])], g[:int(GL[-1])])
+
+
+def test_nz_weight_v4_and_weight_nz():
+    """A FRACTAL_NZ int4 weight (NzWeight, two values a byte, c0 64 values) changes where the cube finds a value, not
+    the value: the bits of the ND weight, through npu_grouped_matmul and aclnnGroupedMatmulWeightNz."""
+    n = 64
+    w = RNG.integers(-8, 8, (E, K, n)).astype(np.int8).astype(ml_dtypes.int4)
+    s = trans_quant_param(RNG.uniform(-0.3, 0.3, (E * G, n)).astype(np.float32)).reshape(E, G, n)
+    g = grouped_matmul_a4w4(X, w, s, PT, GL, out_dtype="float16")
+    same_bits(gmm(w=NzWeight.from_nd(w, "int4"), scale=[s], output_dtype="float16"), g)
+    out = np.zeros((M, n), np.float16)
+    st, ws, ex = api.aclnnGroupedMatmulWeightNzGetWorkspaceSize(
+        [X], [NzWeight.from_nd(w, "int4")], None, [s], None, None, None, [PT], GL, None, None, None, 3, 0, 0, 0, None,
+        0, [out])
+    assert st == 0 and api.aclnnGroupedMatmulWeightNz(None, ws, ex) == 0
+    same_bits(out[:int(GL[-1])], g[:int(GL[-1])])
