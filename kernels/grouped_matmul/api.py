@@ -33,7 +33,7 @@ from npu_emu.frontend.core import (
     to_user,
     write_out,
 )
-from npu_emu.kernels.grouped_matmul import antiquant, api_forms as forms, checks, launch, mx, tiling as tiling_mod
+from npu_emu.kernels.grouped_matmul import a4w4, antiquant, api_forms as forms, checks, launch, mx, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import accum
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul import weight_nz
@@ -289,6 +289,9 @@ def _build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_ty
         if not mx.handles(xs, ws, kw["soc"]):
             forms.check_transposes(kw["raw_weight"], tx, tw, group_type, kw.get("api"), len(ws) == 1)
         kw = dict(kw, transpose=None, raw_weight=None, transpose_w=tw)
+    if a4w4.handles(xs, ws):                                 # A4W4: int4 x and weight (a4w4.py)
+        return a4w4.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item, group_type=group_type,
+                          group_list_type=group_list_type, kw=kw, weight_nd=_weight_nd)
     if kw.get("antiquant") is not None and antiquant.handles(xs, ws):     # W8A16 / W4A16 (antiquant.py)
         return antiquant.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item,
                                group_type=group_type, group_list_type=group_list_type, kw=kw, rebuild=_build,
@@ -420,6 +423,7 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
     trans = _transposes(x, weight, group_type)
     xs = _arrays(x, "x", origin)
     ws = _arrays(weight, "weight", origin)
+    xs, ws, x_dtype, weight_dtype = a4w4.relabel(xs, ws, x_dtype, weight_dtype)   # int4 x (a4w4.py)
     if x_dtype is not None and xs:
         xs = [_relabel(a, x_dtype, "x_dtype") for a in xs]
     if ws:

@@ -106,3 +106,20 @@ def _gmm_w4a8_mx():
     gl = np.array([5, 12], np.int64)
     return lambda: npu_grouped_matmul([x], [w], antiquant_scale=[s2], per_token_scale=[s1], bias=[b], group_list=gl,
                                       split_item=3, group_type=0, output_dtype="bfloat16", soc="ascend950pr")
+
+
+@config("grouped_matmul.a4w4_pergroup_bf16", "A4W4: int4 x, int4 weight (INT32 words of 8), uint64 FixPipe scales per "
+                                              "K group, float32 per-token scale -> bfloat16")
+def _gmm_a4w4():
+    from npu_emu.kernels.quant_matmul.trans_quant_param import trans_quant_param
+    from npu_emu.ops import npu_grouped_matmul
+
+    rng = _rng(444)
+    e, m, k, n, g = 2, 12, 64, 32, 2
+    x = rng.integers(0, 2**32, (m, k // 8), dtype=np.uint64).astype(np.uint32).view(np.int32)
+    w = rng.integers(0, 2**32, (e, k, n // 8), dtype=np.uint64).astype(np.uint32).view(np.int32)
+    s = trans_quant_param(rng.uniform(-0.1, 0.1, (e * g, n)).astype(np.float32)).reshape(e, g, n)
+    pt = rng.uniform(0.5, 2.0, m).astype(np.float32)
+    gl = np.array([5, 12], np.int64)
+    return lambda: npu_grouped_matmul([x], [w], scale=[s], per_token_scale=[pt], group_list=gl, split_item=3,
+                                      group_type=0, output_dtype="bfloat16")
