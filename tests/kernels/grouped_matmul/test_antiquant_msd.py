@@ -150,3 +150,17 @@ def test_group_checks_still_apply():
     with pytest.raises(AclnnError) as ei:
         gmm(x, w, s, o, np.array([4, 9], np.int64))
     assert ei.value.status == 161002 and "cover 9 rows" in str(ei.value)
+
+
+def test_aclnn_v4_keeps_rows_after_the_groups():
+    # the two-phase entry into a caller's y: the groups' rows from the kernel, the rows after them as y held them
+    e, m, k, n = 2, 10, 256, 1024
+    x, w, s, o = _case(np.float16, e, m, k, n)
+    gl = np.array([3, 7], np.int64)
+    out = np.full((m, n), 5.0, np.float16)
+    st, ws, ex = api.aclnnGroupedMatmulV4GetWorkspaceSize([x], [w], None, None, None, [s], [o], None, gl, None,
+                                                          None, None, 3, 0, 0, 0, [out])
+    assert st == 0 and api.aclnnGroupedMatmulV4(None, ws, ex) == 0
+    g = golden_msd.grouped_matmul_msd(x, w, s, o, gl)
+    same_bits(out[:7], g[:7])
+    assert np.all(out[7:] == 5.0)
