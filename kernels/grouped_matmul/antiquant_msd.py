@@ -193,8 +193,10 @@ def build(xs, ws, biases, gl, y_name, aqs, aqo, *, split_item, group_type, group
     e, k, n = w.shape
     checks.check_group_values(glv, group_list_type, e, x.shape[0])
     if group_list_type == 2:
+        # its pre-processing reads the expert index (entry 2i) as a row count (docs/ops/grouped_matmul.md §11.4)
         _err("npu-emu does not implement the sparse group list (group_list_type 2) of the A16W8-MSD antiquant kernel "
-             "(GMMA16W8MSDMSparseProcess) yet (docs/ops/grouped_matmul.md §11.5)")
+             "(GMMA16W8MSDMSparseProcess), whose pre-processing reads the expert index as the row count "
+             "(docs/ops/grouped_matmul.md §11.4); pass group_list_type 0 or 1")
     ent = t = None
     if x.shape[0]:
         t = msd_tiling(x.shape[0], k, n, kw["soc"], kw["core_num"])
