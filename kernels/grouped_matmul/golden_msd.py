@@ -5,7 +5,8 @@ imports neither the kernel nor the instruction layer.
 
 For a row x of group g (fp32 values of the bf16 / fp16 input), weight W = weight[g] (int8), scale s, offset o:
 
-    amax = max_k |x_k|;   a_tmp = x * fl(127 / amax);   a1 = round_away(a_tmp);   a2 = round_away(fl(254 * (a_tmp - a1)))
+    amax = max_k |x_k|;   a_tmp = fl(x * fl(127 / amax));
+    a1 = round_away(a_tmp);   a2 = round_away(fl(254 * (a_tmp - a1)))
     c1 = a1 @ W, c2 = a2 @ W (exact integers);   asum = the row sum of x (ReduceSum of per-core K chunks, then of
     the row's coreNum slots, as the pre-processing split it)
     y = cast(((fl(c1) + fl(c2) * fl(1/254)) * fl(amax / 127) + o * asum) * s [+ bias])
