@@ -142,12 +142,6 @@ def check(xs, ws, biases, scales, offsets_q, pts, aqs, aqo, gl, y_name, *, group
                 _err(f"GMM: {what} dtype does not match with x dtype[{x_name}].")
     if scales is not None or offsets_q or pts is not None:
         _err("Detected antiquant, but quant inputs is not empty!")
-    if picks_msd(xs, ws, n_y, group_type, w_name):
-        e, k, n = ws[0].shape
-        _err(f"npu-emu does not implement the A16W8-MSD antiquant kernel that the host tiling picks for this shape "
-             f"(single tensors, K={k} and N={n} multiples of 128, K <= 12288, N >= 1024, M={xs[0].shape[0]} <= 64 x "
-             f"{e} groups); it computes other values than the cast-then-float-cube kernel (docs/ops/grouped_matmul.md "
-             f"§11.4). Use more rows, or separated weights, to reach the modelled kernel")
     return gs_s
 
 
@@ -209,6 +203,11 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
         _err("npu-emu does not implement the antiquant case with a transposed weight (the transposeW branch of "
              "GMMAntiquantCompute's weight cast) yet; pass the (E, K, N) weight contiguous "
              "(docs/ops/grouped_matmul.md §11.4)")
+    if picks_msd(xs, ws, n_y, group_type, _name(ws[0])):     # the A16W8-MSD kernel (antiquant_msd.py, §11.5)
+        from npu_emu.kernels.grouped_matmul import antiquant_msd
+
+        return antiquant_msd.build(xs, ws, biases, gl, y_name, aqs, aqo, split_item=split_item,
+                                   group_type=group_type, group_list_type=group_list_type, kw=kw)
     x_name = _name(xs[0])
     if len(ws) == 1:
         wd = [dequant_weight(ws[0], np.asarray(aqs[0]), np.asarray(aqo[0]), x_name)]

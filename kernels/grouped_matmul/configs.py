@@ -88,6 +88,22 @@ def _gmm_w8a16():
                                       split_item=3, group_type=0)
 
 
+@config("grouped_matmul.w8a16_msd_bf16", "antiquant W8A16 decode shape (the A16W8-MSD kernel): bfloat16 x, int8 "
+                                          "weight (K 128, N 1024), per-channel antiquant scale / offset")
+def _gmm_w8a16_msd():
+    from npu_emu.ops import npu_grouped_matmul
+
+    rng = _rng(817)
+    e, m, k, n = 2, 12, 128, 1024
+    x = _bf16(rng.standard_normal((m, k)))
+    w = rng.integers(-128, 128, (e, k, n), dtype=np.int16).astype(np.int8)
+    s = _bf16(rng.uniform(0.001, 0.05, (e, n)))
+    o = _bf16(rng.uniform(-3, 3, (e, n)))
+    gl = np.array([5, 12], np.int64)
+    return lambda: npu_grouped_matmul([x], [w], antiquant_scale=[s], antiquant_offset=[o], group_list=gl,
+                                      split_item=3, group_type=0)
+
+
 @config("grouped_matmul.w4a8_mx_bf16", "W4A8-MX: float8_e4m3fn x, transposed NZ float4_e2m1 weight, E8M0 antiquant "
                                         "scale, bfloat16 bias on ascend950pr -> bfloat16")
 def _gmm_w4a8_mx():

@@ -130,14 +130,3 @@ def test_split_k_refused():
                                group_list=np.array([32, 32], np.int64), group_list_type=1, split_item=3,
                                group_type=2)
     assert "splited axis is k" in str(ei.value)
-
-
-def test_msd_shapes_are_refused():
-    # GMMTiling picks grouped_matmul_antiquant_a16w8_msd.h here (K, N multiples of 128, N >= 1024, M <= 64 x E)
-    x = np.zeros((16, 128), np.float16)
-    w = np.zeros((2, 128, 1024), np.int8)
-    s = np.ones((2, 1024), np.float16)
-    with pytest.raises(AclnnError) as ei:
-        api.npu_grouped_matmul([x], [w], antiquant_scale=[s], antiquant_offset=[s],
-                               group_list=np.array([8, 16], np.int64), split_item=3, group_type=0)
-    assert ei.value.status == 161002 and "A16W8-MSD" in str(ei.value)
