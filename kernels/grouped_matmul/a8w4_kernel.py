@@ -1,0 +1,82 @@
+"""Device code of the GroupedMatmul A8W4 MSD epilogue (docs/ops/grouped_matmul.md §12), beside
+``hicann/ops-transformer: gmm/grouped_matmul/op_kernel/grouped_matmul_antiquant_a8w4_msd.h``
+(``GMMA8W4MSDCompute::Process``, ``VectorCompute``, ``ComputeDequantAndActivate``).
+
+The cube has left, per expert group, the fp16 workspace of the 2m-row hi / lo matrix (row 2t the hi plane of token t,
+row 2t + 1 its lo plane; quant_matmul's ``v4_kernel.msd_fused_kernel`` computes it: the Fixpipe dequant to fp16 of
+every k group and the fp16 atomic adds). The vector cores then walk the same blocks as the cube (the group loop of
+``Process``: blocks of singleM rows of the 2m-row matrix x singleN columns, block ``preCount + i`` to core
+``i % coreNum``, ``preCount`` carried between groups) and write, per token t of the block and column c:
+
+    v = f32(16 · H)                 Muls
+    v = f32(L + v)                  Add
+    v = f32(v + bias[g, c])         Add (the "8 · Σ w · scale" column term the caller precomputes)
+    v = f32(f32(rowsum[t] · offset[g, c]) + v)     only with an offset (asymmetric weight)
+    v = f32(v · perTokenScale[t])   Mul
+    y = cast(v)                     CAST_RINT to bfloat16 / float16
+
+Blocks own disjoint rectangles of y, so the split over cores decides who writes an element, never its value.
+"""
+
+import numpy as np
+from numba import prange
+
+from npu_emu.ascendc.constants import CAST_RINT
+from npu_emu.device.jit_options import PARALLEL
+from npu_emu.device.specialize import njit
+from npu_emu.dtypes.scalar import f16_to_f32, f32_to_bf16, f32_to_f16
+
+OUT_BF16 = 1
+
+
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
+def msd_dequant_kernel(core_num, counts, n, single_m, single_n, ws, bias, offset, rowsum, pt, out_bf16, y):
+    """counts (E,) int64 rows per group (the kernel reads the group list as counts); ws (2·rows, N) uint16 fp16 bits
+    of the hi / lo workspace; bias (E, N) float32; offset (E, N) float32 or (0, 0) (no offset); rowsum (M,) float32
+    (Σ_k x, with an offset); pt (M,) float32; y (M, N) uint16 bits of bfloat16 (``out_bf16``) or float16."""
+    has_offset = offset.shape[0] > 0
+    e = counts.shape[0]
+    cores = np.int64(core_num)
+    sm = np.int64(single_m)
+    sn = np.int64(single_n)
+    block_dim_n = (np.int64(n) + sn - 1) // sn
+    for c_idx in prange(cores):
+        core = np.int64(c_idx)
+        pre_count = np.int64(0)
+        offset_m = np.int64(0)                         # rows of the 2m-row matrix before this group
+        for g in range(e):
+            m = np.int64(counts[g])
+            if m <= 0:
+                continue
+            mm = 2 * m                                 # int8 split into two int4 rows
+            block_dim_m = (mm + sm - 1) // sm
+            cur_count = pre_count + block_dim_n * block_dim_m
+            cur = core if core >= pre_count else core + cores
+            while cur < cur_count:
+                m_idx = (cur - pre_count) // block_dim_n
+                n_idx = (cur - pre_count) % block_dim_n
+                tokens = sm // 2
+                if m_idx == block_dim_m - 1:
+                    tokens = mm // 2 - m_idx * (sm // 2)
+                t0 = offset_m // 2 + m_idx * (sm // 2)
+                c0 = n_idx * sn
+                cols = min(sn, np.int64(n) - c0)
+                for i in range(tokens):
+                    t = t0 + i
+                    p = pt[t]
+                    for c in range(c0, c0 + cols):
+                        h = f16_to_f32(ws[2 * t, c])
+                        lo = f16_to_f32(ws[2 * t + 1, c])
+                        v = np.float32(16.0) * h
+                        v = lo + v
+                        v = v + bias[g, c]
+                        if has_offset:
+                            v = rowsum[t] * offset[g, c] + v
+                        v = v * p
+                        if out_bf16 == OUT_BF16:
+                            y[t, c] = f32_to_bf16(v, CAST_RINT, False)
+                        else:
+                            y[t, c] = f32_to_f16(v, CAST_RINT, False)
+                cur += cores
+            pre_count = cur_count % cores
+            offset_m += mm

@@ -1,0 +1,69 @@
+"""Independent plain-numpy reference of the GroupedMatmul A8W4 MSD mode (docs/ops/grouped_matmul.md §12), written
+from the formula of §12.1: never calls the kernels, the instruction layer or npu_emu's codecs (numpy rounds float32
+and float16, ml_dtypes bfloat16, all round-to-nearest-even; the integer sums are int64)."""
+
+import ml_dtypes
+import numpy as np
+
+
+def fixpipe_scale(words):
+    """uint64 / int64 Fixpipe words -> the float32 the Fixpipe multiplies by: the low 32 bits with the 13 lowest
+    mantissa bits dropped (the FP19 view)."""
+    u = np.ascontiguousarray(words).view(np.uint64) & np.uint64(0xFFFFE000)
+    return u.astype(np.uint32).view(np.float32)
+
+
+def _f16_add(acc16, v16):
+    """fp16 atomic add: the exact sum (float64 holds any sum of two fp16) rounded once to fp16."""
+    with np.errstate(over="ignore"):
+        return (acc16.astype(np.float64) + v16.astype(np.float64)).astype(np.float16)
+
+
+def grouped_matmul_a8w4_msd(x, w, scale, bias, per_token_scale, counts, y_dtype, offset=None):
+    """x int8 (M, K); w int4 values (E, K, N) (any integer dtype); scale uint64 / int64 (E, G, N); bias float32 (E, N);
+    per_token_scale float32 (M,) or (M, 1); counts: rows per group (group_list_type 1); offset float32 (E, 1, N) or
+    None. Returns y (M, N) of y_dtype (bfloat16 / float16); rows after the last group are 0.
+
+    x = 16·hi + lo + 8 with hi = floor(x / 16), lo = (x mod 16) - 8. Per group g and k group q (width K / G):
+    H += fp16(f32(hi_q @ w_q) · s[g, q]) with an fp16 add (L likewise with lo), q ascending from H = 0; then per
+    element v = f32(16·H); v = f32(L + v); v = f32(v + bias); [v = f32(f32(Σ_k x · offset) + v)];
+    v = f32(v · pt); y = RNE(v)."""
+    x = np.asarray(x, np.int64)
+    w = np.asarray(w).astype(np.int64)
+    m, k = x.shape
+    e, _, n = w.shape
+    s = fixpipe_scale(scale).reshape(e, -1, n)
+    g_num = s.shape[1]
+    gs = k // g_num
+    hi = np.floor_divide(x, 16)
+    lo = np.mod(x, 16) - 8
+    pt = np.asarray(per_token_scale, np.float32).reshape(-1)
+    bias = np.asarray(bias, np.float32)
+    out_t = ml_dtypes.bfloat16 if y_dtype == "bfloat16" else np.float16
+    y = np.zeros((m, n), out_t)
+    row = 0
+    for g in range(e):
+        mg = int(counts[g])
+        if mg <= 0:
+            continue
+        r = slice(row, row + mg)
+        h16 = np.zeros((mg, n), np.float16)
+        l16 = np.zeros((mg, n), np.float16)
+        for q in range(g_num):
+            kq = slice(q * gs, (q + 1) * gs)
+            with np.errstate(over="ignore"):
+                hq = ((hi[r, kq] @ w[g, kq]).astype(np.float32) * s[g, q]).astype(np.float16)
+                lq = ((lo[r, kq] @ w[g, kq]).astype(np.float32) * s[g, q]).astype(np.float16)
+            h16 = _f16_add(h16, hq)
+            l16 = _f16_add(l16, lq)
+        v = np.float32(16.0) * h16.astype(np.float32)
+        v = l16.astype(np.float32) + v
+        v = v + bias[g]
+        if offset is not None:
+            rs = x[r].sum(axis=1).astype(np.float32)[:, None]
+            v = rs * np.asarray(offset, np.float32).reshape(e, n)[g] + v
+        v = v * pt[r][:, None]
+        with np.errstate(over="ignore"):
+            y[r] = v.astype(out_t)
+        row += mg
+    return y
