@@ -287,6 +287,7 @@ class A8W4Sub:
         self.ent, self.counts = ent, counts
         self.tr = None
         self.mode = "a8w4"
+        self.workspace_size = plan.workspace_size
 
     def run(self, y, float_accum, validate):
         m, k = self.args.x_shape

@@ -548,7 +548,8 @@ def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, grou
             for o, r in zip(outs, results):
                 write_out(o, r)
 
-        ws_size = max([s.tr.workspace_size for s in subs if s.tr is not None] or [0])
+        ws_size = max([s.tr.workspace_size if s.tr is not None else getattr(s, "workspace_size", 0) for s in subs]
+                      or [0])
         return Executor(op, run, ws_size)
 
     return get_workspace(op, build)

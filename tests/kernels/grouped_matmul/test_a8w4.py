@@ -1,0 +1,285 @@
+"""GroupedMatmul A8W4 (int8 x, int4 weight, A2/A3; docs/ops/grouped_matmul.md §12) against the independent golden
+(golden_a8w4, bits of y), through npu_grouped_matmul and aclnnGroupedMatmulV4 / V5 / WeightNz, and every check."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from npu_emu import AclnnError
+from npu_emu.aclnn import aclGetRecentErrMsg
+from npu_emu.kernels.grouped_matmul import a8w4, api
+from npu_emu.kernels.grouped_matmul.golden_a8w4 import fixpipe_scale, grouped_matmul_a8w4_msd
+from npu_emu.kernels.quant_matmul.api import NzWeight
+
+RNG = np.random.default_rng(48)
+E, M, K, N = 3, 20, 512, 128
+G = 2                                                       # k groups of 256, as vLLM-Ascend's w4a8 per group
+GL = np.array([7, 0, 11], np.int64)                         # counts, an empty expert, 2 rows after the groups
+X = RNG.integers(-128, 128, (M, K)).astype(np.int8)
+W = RNG.integers(-8, 8, (E, K, N)).astype(np.int8)
+
+
+def words(scale):
+    """float32 scales -> the int64 words vLLM-Ascend builds (float32 bits in the low half, 0 above)."""
+    out = np.zeros(scale.shape, np.uint64)
+    out[...] = np.asarray(scale, np.float32).view(np.uint32)
+    return out.view(np.int64)
+
+
+def vllm_bias(w, scale):
+    """vLLM-Ascend's w1_scale_bias: 8 · Σ_k w · scale per column (restores the lo plane's + 8)."""
+    e, k, n = w.shape
+    g = scale.shape[1]
+    return (8 * (w.reshape(e, g, k // g, n).astype(np.float32) * scale[:, :, None, :]).sum(axis=(1, 2))) \
+        .astype(np.float32)
+
+
+S = RNG.uniform(1e-3, 2e-2, (E, G, N)).astype(np.float32)
+SW = words(S)
+BIAS = vllm_bias(W, S)
+PT = RNG.uniform(0.01, 0.1, M).astype(np.float32)
+
+
+def gmm(x=X, w=W, scale=SW, bias=BIAS, pt=PT, gl=GL, **kw):
+    kw.setdefault("split_item", 3)
+    kw.setdefault("group_type", 0)
+    kw.setdefault("group_list_type", 1)
+    kw.setdefault("output_dtype", "bfloat16")
+    if isinstance(w, np.ndarray) and w.dtype == np.int8:
+        w = w.astype(ml_dtypes.int4)
+    return api.npu_grouped_matmul([x], [w], scale=None if scale is None else [scale],
+                                  bias=None if bias is None else [bias], per_token_scale=None if pt is None else [pt],
+                                  group_list=gl, **kw)[0]
+
+
+def same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype.itemsize == b.dtype.itemsize == 2
+    assert np.array_equal(a.view(np.uint16), b.view(np.uint16))
+
+
+def pack_int32(w):
+    """int4 values (..., N) -> torch_npu's int32 words (..., N / 8), element 0 in the low nibble."""
+    nib = (w.astype(np.int64) & 0xF).reshape(w.shape[:-1] + (-1, 8))
+    return (nib << (4 * np.arange(8))).sum(axis=-1).astype(np.uint32).view(np.int32)
+
+
+@pytest.mark.parametrize("out", ["bfloat16", "float16"])
+def test_per_group_bits(out):
+    y = gmm(output_dtype=out)
+    same_bits(y, grouped_matmul_a8w4_msd(X, W, SW, BIAS, PT, GL, out))
+    assert np.all(np.asarray(y)[18:].view(np.uint16) == 0)          # rows after the groups: a fresh y's zeros
+
+
+def test_golden_is_the_w4a8_product():
+    """The golden's formula (hi / lo planes, + the bias) gives pt · Σ_k x · w · scale up to the fp16 workspace."""
+    ref = np.zeros((M, N))
+    s = fixpipe_scale(SW).astype(np.float64)
+    row = 0
+    for g, mg in enumerate(GL):
+        r = slice(row, row + mg)
+        for q in range(G):
+            kq = slice(q * K // G, (q + 1) * K // G)
+            ref[r] += (X[r, kq].astype(np.float64) @ W[g, kq]) * s[g, q]
+        ref[r] *= PT[r, None]
+        row += mg
+    y = grouped_matmul_a8w4_msd(X, W, SW, vllm_bias(W, fixpipe_scale(SW)), PT, GL, "float16").astype(np.float64)
+    assert np.allclose(y[:18], ref[:18], rtol=2e-2, atol=2e-2)
+
+
+def test_per_channel_decode_float16_and_core_counts():
+    """Per-channel scale (E, 1, N) with few rows per expert (N // (M // E) > 4): still MSD_API_DEQUANT."""
+    s1 = RNG.uniform(1e-3, 2e-2, (E, 1, N)).astype(np.float32)
+    gl = np.array([3, 2, 1], np.int64)
+    b = vllm_bias(W, s1)
+    ref = grouped_matmul_a8w4_msd(X, W, words(s1), b, PT, gl, "float16")
+    for cores in (None, 1, 5):
+        same_bits(gmm(scale=words(s1), bias=b, gl=gl, output_dtype="float16", core_num=cores), ref)
+
+
+def test_scale_bits_below_fp19_are_ignored():
+    """The Fixpipe reads the scale as FP19: the 13 lowest bits of the float32 change nothing."""
+    dirty = SW.view(np.uint64) | np.uint64(0x1FFF)
+    same_bits(gmm(scale=dirty), gmm())
+
+
+def test_int32_packed_and_nz_weights():
+    ref = grouped_matmul_a8w4_msd(X, W, SW, BIAS, PT, GL, "bfloat16")
+    same_bits(gmm(w=pack_int32(W)), ref)
+    same_bits(gmm(w=NzWeight.from_nd(W.astype(ml_dtypes.int4), "int4")), ref)
+    same_bits(gmm(w=NzWeight.from_nd(W.astype(ml_dtypes.int4), "int32")), ref)
+
+
+def test_short_and_long_m_blocks():
+    """avg_m >= 32 switches the blocks to 128 x 256 (isShortM false); values do not depend on the walk."""
+    m = 200
+    x = RNG.integers(-128, 128, (m, K)).astype(np.int8)
+    pt = RNG.uniform(0.01, 0.1, m).astype(np.float32)
+    gl = np.array([90, 40, 70], np.int64)
+    ref = grouped_matmul_a8w4_msd(x, W, SW, BIAS, pt, gl, "bfloat16")
+    same_bits(gmm(x=x, pt=pt, gl=gl), ref)
+    same_bits(gmm(x=x, pt=pt, gl=gl, tuning_config=[4]), ref)       # avg_m from the tuning value: short blocks
+
+
+def test_asymmetric_offset_float16():
+    off = RNG.uniform(-0.01, 0.01, (E, 1, N)).astype(np.float32)
+    s1 = RNG.uniform(1e-3, 2e-2, (E, 1, N)).astype(np.float32)
+    b = vllm_bias(W, s1)
+    pt2 = PT.reshape(M, 1)
+    y = gmm(scale=words(s1), bias=b, pt=pt2, output_dtype="float16", offset=[off])
+    same_bits(y, grouped_matmul_a8w4_msd(X, W, words(s1), b, pt2, GL, "float16", offset=off))
+    assert not np.array_equal(np.asarray(y).view(np.uint16), gmm(scale=words(s1), bias=b, pt=pt2,
+                                                                  output_dtype="float16").view(np.uint16))
+
+
+def test_offset_of_another_shape_is_ignored():
+    """The tiling turns withOffset on only for an (E, 1, N) offset (a warning otherwise)."""
+    off = np.ones((E, N), np.float32)
+    same_bits(gmm(offset=[off]), gmm())
+
+
+def _lists(w=W.astype(ml_dtypes.int4), scale=SW, bias=BIAS, pt=PT, gl=GL, offset=None):
+    return dict(x=[X], weight=[w], biasOptional=None if bias is None else [bias], scaleOptional=[scale], offsetOptional=offset,
+                antiquantScaleOptional=None, antiquantOffsetOptional=None, perTokenScaleOptional=[pt],
+                groupListOptional=gl, activationInputOptional=None, activationQuantScaleOptional=None,
+                activationQuantOffsetOptional=None, splitItem=3, groupType=0, groupListType=1, actType=0)
+
+
+def test_aclnn_v4_v5_weight_nz_keep_rows_after_groups():
+    ref = grouped_matmul_a8w4_msd(X, W, SW, BIAS, PT, GL, "bfloat16")
+    out = np.full((M, N), 0x3F80, np.uint16).view(ml_dtypes.bfloat16)      # 1.0 everywhere before the call
+    st, ws, ex = api.aclnnGroupedMatmulV4GetWorkspaceSize(**_lists(w=pack_int32(W)), out=[out],
+                                                          activationFeatureOutOptional=None,
+                                                          dynQuantScaleOutOptional=None)
+    assert st == 0 and ws > 0 and api.aclnnGroupedMatmulV4(None, ws, ex) == 0
+    same_bits(out[:18], ref[:18])
+    assert np.all(out[18:].view(np.uint16) == 0x3F80)
+    out5 = np.zeros((M, N), np.float16)
+    st, ws, ex = api.aclnnGroupedMatmulV5GetWorkspaceSize(**_lists(), tuningConfigOptional=[0], out=[out5],
+                                                          activationFeatureOutOptional=None,
+                                                          dynQuantScaleOutOptional=None)
+    assert st == 0 and api.aclnnGroupedMatmulV5(None, ws, ex) == 0
+    same_bits(out5[:18], grouped_matmul_a8w4_msd(X, W, SW, BIAS, PT, GL, "float16")[:18])
+    outz = np.zeros((M, N), ml_dtypes.bfloat16)
+    nz = NzWeight.from_nd(W.astype(ml_dtypes.int4), "int32")
+    st, ws, ex = api.aclnnGroupedMatmulWeightNzGetWorkspaceSize(**_lists(w=nz), tuningConfigOptional=None,
+                                                                quantGroupSize=0, out=[outz],
+                                                                activationFeatureOutOptional=None,
+                                                                dynQuantScaleOutOptional=None)
+    assert st == 0 and api.aclnnGroupedMatmulWeightNz(None, ws, ex) == 0
+    same_bits(outz[:18], ref[:18])
+
+
+def test_trace_names_the_template():
+    _, tr = api.npu_grouped_matmul([X], [W.astype(ml_dtypes.int4)], scale=[SW], bias=[BIAS], per_token_scale=[PT],
+                                   group_list=GL, group_list_type=1, split_item=3, group_type=0,
+                                   output_dtype="bfloat16", trace=True)
+    assert "MSD_API_DEQUANT" in tr.quant_mode and tr.block_dim > 0
+
+
+def test_template_choice():
+    """GMMTiling::A8W4Tiling's choice (derived by hand from its conditions)."""
+    pick = a8w4.pick_template
+    assert pick(8, 64, 512, 256, 2, False, False, 0, 0) == a8w4.MSD_API_DEQUANT           # per group
+    assert pick(8, 64, 512, 256, 1, False, False, 0, 0) == a8w4.MSD_API_DEQUANT           # 256 // 8 > 4
+    assert pick(8, 512, 512, 256, 1, False, False, 0, 0) == a8w4.PERCHANNEL_ANTIQUANT     # 256 // 64 = 4
+    assert pick(8, 512, 512, 256, 1, True, False, 0, 0) == a8w4.MSD_API_DEQUANT           # offset forces MSD
+    assert pick(8, 512, 512, 256, 1, False, False, 16, 1) == a8w4.MSD_API_DEQUANT         # tuning avg_m 16
+    assert pick(1, 16, 256, 512, 1, False, True, 0, 0) == a8w4.MSD_VECTOR_DEQUANT         # white list, k / G = 256
+    assert pick(1, 16, 256, 512, 1, False, False, 0, 0) == a8w4.MSD_API_DEQUANT          # ... but ND
+    assert pick(8, 64, 512, 256, 2, False, False, 0, 2) == a8w4.AUTOTILING
+
+
+def _raises(status, words, **kw):
+    with pytest.raises(AclnnError) as ei:
+        gmm(**kw)
+    assert ei.value.status == status and words in str(ei.value), str(ei.value)
+
+
+@pytest.mark.parametrize("kw,status,words", [
+    # CheckA8W4AsymQuantParams, in its order (an (E, 1, N) offset turns it on)
+    (dict(offset=[np.zeros((E, 1, N), np.float32)]), 161002, "output y dtype should be float16"),
+    (dict(offset=[np.zeros((E, 1, N), np.float16)], output_dtype="float16"), 161002, "offset dtype does not match"),
+    (dict(offset=[np.zeros((E, 1, N), np.float32)], output_dtype="float16", bias=None), 161002,
+     "bias must not be null"),
+    (dict(offset=[np.zeros((E, 1, N), np.float32)], output_dtype="float16", scale=None), 161002,
+     "scale must not be null"),
+    (dict(offset=[np.zeros((E, 1, N), np.float32)], output_dtype="float16", pt=None), 161002,
+     "perTokenScale must not be null"),
+    (dict(offset=[np.zeros((E, 1, N), np.float32)], output_dtype="float16", bias=BIAS.astype(np.float16)), 161002,
+     "bias dtype does not match"),
+    (dict(offset=[np.zeros((E, 1, N), np.float32)], output_dtype="float16", scale=S), 161002,
+     "scale dtype does not match with required dtype uint64"),
+    (dict(offset=[np.zeros((E, 1, N), np.float32)], output_dtype="float16", pt=PT.astype(np.float16)), 161002,
+     "perTokenScale dtype does not match"),
+    (dict(offset=[np.zeros((E, 1, N), np.float32)], output_dtype="float16",
+          antiquant_scale=[np.zeros((E, N), np.float16)]), 161002, "antiquantScale must be nullptr"),
+    (dict(offset=[np.zeros((E, 1, N), np.float32)], output_dtype="float16",
+          antiquant_offset=[np.zeros((E, N), np.float16)]), 161002, "antiquantOffset must be nullptr"),
+    (dict(offset=[np.zeros((E, 1, N), np.float32)], output_dtype="float16", bias=BIAS[:, :2]), 161002,
+     "bias shape is invalid"),
+    (dict(offset=[np.zeros((E, 1, N), np.float32)], output_dtype="float16"), 161002, "scale shape is invalid"),
+    (dict(offset=[np.zeros((E, 1, N), np.float32)], output_dtype="float16", scale=SW[:, :1]), 161002,
+     "perTokenScale shape is invalid"),
+    # the shape / group list checks A8W8 shares (checks.py)
+    (dict(split_item=0), 161002, "splitItem should be 2/3"),
+    (dict(x=X[:, :256]), 161002, "k dim value of x and weight is not matched"),
+    (dict(gl=GL[:2]), 161002, "size of groupList(tensor) 2 should be equal to weight dim 0 3"),
+    (dict(gl=GL.astype(np.int32)), 161002, "Only int64 is supported for groupList"),
+    (dict(tuning_config=[M + 1]), 161002, "Invalid tuningConfigOptional"),
+    (dict(w=W[:, :, :N - 1]), 161002, "weight's inner axis size[127] is not even!"),
+    (dict(w=NzWeight.from_nd(W[:, :, :96].astype(ml_dtypes.int4), "int4"), scale=SW[:, :, :96],
+          bias=BIAS[:, :96]), 161002, "should be divisible by the following shape"),
+    (dict(output_dtype="int32"), 161002, "INT8-INT4-BF16,INT8-INT4-Fp16"),
+    (dict(output_dtype=None), 161002, "INT8-INT4-BF16,INT8-INT4-Fp16"),
+    (dict(scale=None), 161002, "scale must not be nullptr for A8W4"),
+    (dict(scale=SW[:, 0]), 161002, "scale must be 3-D (E, G, N)"),
+    (dict(tuning_config=[0, 1]), 161002, "AUTOTILING"),
+    # GMMTiling::A8W4Tiling (tiling failures)
+    (dict(scale=words(np.ones((E, 3, N), np.float32))), 561002, "k should be divisible by quantGroupNum"),
+    (dict(x=X[:, :96], w=W[:, :96], scale=SW[:, :1]), 561002, "k should be divisible by 64"),
+    (dict(x=np.zeros((M, 18496), np.int8), w=np.zeros((E, 18496, N), np.int8), scale=SW[:, :1]), 561002,
+     "K should be less than 18432"),
+    # the templates npu-emu does not implement
+    (dict(scale=SW[:, :1], gl=np.array([7, 7, 6], np.int64), x=X, w=W[:, :, :8], bias=BIAS[:, :8]), 161002,
+     "PERCHANNEL_ANTIQUANT"),
+    # emulator-added (the MSD kernel reads these unconditionally)
+    (dict(group_list_type=0, gl=np.cumsum(GL)), 161002, "reads the group list as counts"),
+    (dict(scale=S), 161002, "reads uint64 Fixpipe words"),
+    (dict(scale=SW[:2]), 161002, "scale shape (2, 2, 128) must be (E, G, N)"),
+    (dict(bias=None), 161002, "bias must not be nullptr for A8W4"),
+    (dict(bias=BIAS.astype(np.float16)), 161002, "bias must be float32 (E, N)"),
+    (dict(pt=None), 161002, "per_token_scale must not be nullptr for A8W4"),
+    (dict(pt=PT[:5]), 161002, "per_token_scale must be float32 (M,)"),
+    (dict(gl=np.array([7, 0, 14], np.int64)), 161002, "the groups cover 21 rows but x has 20"),
+])
+def test_checks(kw, status, words):
+    _raises(status, words, **kw)
+
+
+def test_vector_dequant_template_refused():
+    x = RNG.integers(-128, 128, (16, 256)).astype(np.int8)
+    w = NzWeight.from_nd(RNG.integers(-8, 8, (1, 256, 512)).astype(ml_dtypes.int4), "int4")
+    s = words(np.ones((1, 1, 512), np.float32))
+    _raises(161002, "MSD_VECTOR_DEQUANT", x=x, w=w, scale=s, bias=np.zeros((1, 512), np.float32),
+            pt=np.ones(16, np.float32), gl=np.array([16], np.int64))
+
+
+def test_aclnn_status_and_null():
+    out = np.zeros((M, N), ml_dtypes.bfloat16)
+    st, _, _ = api.aclnnGroupedMatmulV4GetWorkspaceSize(**_lists(bias=None), out=[out],
+                                                        activationFeatureOutOptional=None,
+                                                        dynQuantScaleOutOptional=None)
+    assert st == 161002 and "bias must not be nullptr" in aclGetRecentErrMsg()
+    lists = _lists()
+    lists["x"] = None
+    st, _, _ = api.aclnnGroupedMatmulV4GetWorkspaceSize(**lists, out=[out], activationFeatureOutOptional=None,
+                                                        dynQuantScaleOutOptional=None)
+    assert st == 161001
+    nz = NzWeight.from_nd(W.astype(ml_dtypes.int4), "int4")
+    lists = _lists(w=nz)
+    lists["groupType"] = 2
+    st, _, _ = api.aclnnGroupedMatmulWeightNzGetWorkspaceSize(**lists, tuningConfigOptional=None, quantGroupSize=0,
+                                                              out=[out], activationFeatureOutOptional=None,
+                                                              dynQuantScaleOutOptional=None)
+    assert st == 161002
