@@ -226,15 +226,14 @@ def check(xs, ws, wv, nz, biases, scales, pts, offsets, aqs, aqo, gl, y_name, n_
     if k > MAX_K_A8W4_MSD:
         _err(f"GMM_tiling: K should be less than 18432 on the A8W4 scenario, but now is {k}",
              ACLNN_ERR_INNER_TILING_ERROR)
-    if template == PERCHANNEL_ANTIQUANT:
-        _err(f"npu-emu does not implement the A8W4 PERCHANNEL_ANTIQUANT template (the int4 weight cast to int8 in "
-             f"the workspace, then the A8W8 per-token kernel) that the host tiling picks for a per-channel scale "
-             f"with {m} // {e} = {m // e if e else 0} rows per expert and N = {n} <= 4 x that (or tuning_config); "
-             f"docs/ops/grouped_matmul.md §12.5")
     if template == MSD_VECTOR_DEQUANT:
         _err(f"npu-emu does not implement the A8W4 MSD_VECTOR_DEQUANT template "
              f"(grouped_matmul_antiquant_a8w4_msd_new.h) that the host tiling picks for the white-listed shape "
              f"(E, M, K, N, NZ) = {(e, m, k, n, int(nz))} with k groups of 256 (docs/ops/grouped_matmul.md §12.5)")
+    aic = _aic(soc, core_num)
+    if template == PERCHANNEL_ANTIQUANT:
+        _check_fake_a8w8(scale, pt, e, m, n, group_list_type)
+        return Plan(PERCHANNEL_ANTIQUANT, g_num, False, 0, 0, aic, 0, soc)
     # MSD_API_DEQUANT reads these unconditionally (emulator-added checks, §12.3)
     if group_list_type != 1:
         _err(f"group_list_type {group_list_type}: the A8W4 MSD kernel reads the group list as counts (its tiling "
@@ -260,9 +259,39 @@ def check(xs, ws, wv, nz, biases, scales, pts, offsets, aqs, aqo, gl, y_name, n_
         _err(f"per_token_scale must be float32 (M,) or (M, 1) with M = {m}, got {resolve_dtype(pt.dtype)} "
              f"{_shape(pt)} (emulator-added)")
     short = (tuning if tuning != 0 else m // e) < SHORT_M
-    aic = _aic(soc, core_num)
     ws = SYS_WORKSPACE_SIZE + CV_PARALL_NUM * aic * SINGLE_N * SINGLE_M * 4 * 8
     return Plan(MSD_API_DEQUANT, g_num, with_offset, 64 if short else 128, 512 if short else 256, aic, ws, soc)
+
+
+def _check_fake_a8w8(scale, pt, e, m, n, group_list_type):
+    """What the PERCHANNEL_ANTIQUANT template reads beyond the A8W8 checks the rebuilt call runs."""
+    if group_list_type == 2:
+        _err("Only both x and weight dtype are int8 support groupListType is 2", ACLNN_ERR_INNER_TILING_ERROR)
+    sdt = resolve_dtype(scale.dtype)
+    if sdt not in SCALE_TYPES or scale.shape[0] != e or scale.shape[2] != n:
+        _err(f"scale must be uint64 / int64 (E, 1, N) = ({e}, 1, {n}) words for A8W4 per channel, got {sdt} "
+             f"{_shape(scale)} (emulator-added: GMMA8W4FakeQuantPreProcess reads them as float32 pairs)")
+    if pt is None:
+        _err("per_token_scale must not be nullptr for A8W4: the PERCHANNEL_ANTIQUANT template forces the "
+             "per-token epilogue (emulator-added: the device reads it unconditionally)")
+    if resolve_dtype(pt.dtype) != "float32" or pt.size != m or not (pt.ndim == 1 or (pt.ndim == 2 and
+                                                                                    pt.shape[1] == 1)):
+        _err(f"per_token_scale must be float32 (M,) or (M, 1) with M = {m}, got {resolve_dtype(pt.dtype)} "
+             f"{_shape(pt)} (emulator-added)")
+
+
+def fake_a8w8_scale(words, y_name):
+    """GMMA8W4FakeQuantPreProcess::ScaleProcess: each uint64 word read as two float32 (low, high) and summed by
+    PairReduceSum (one float32 add); for a bfloat16 y then Cast to bfloat16 with CAST_FLOOR. Returns the A8W8
+    scale array (E, N): float32, or ml_dtypes.bfloat16."""
+    import ml_dtypes
+
+    u = np.ascontiguousarray(words).view(np.uint64)
+    e, _, n = u.shape
+    pair = u.reshape(e * n).view(np.uint32).reshape(e * n, 2)
+    out = np.empty(e * n, np.uint32 if y_name == "float16" else np.uint16)
+    a8w4_kernel.fake_quant_scale_kernel(np.ascontiguousarray(pair), int(y_name == "bfloat16"), out)
+    return out.view(np.float32 if y_name == "float16" else ml_dtypes.bfloat16).reshape(e, n)
 
 
 def _aic(soc, core_num):
@@ -337,7 +366,7 @@ class A8W4Sub:
                             f"reproduced (docs/ops/grouped_matmul.md §12.4)"])
 
 
-def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw):
+def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw, rebuild):
     """(subs, assemble, out_shapes) of an A8W4 call (api._build's contract), after the checks."""
     origin = kw["origin"]
     w0 = ws[0]
@@ -359,6 +388,18 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
     x = xs[0]
     m, k = x.shape
     e, _, n = wv.shape
+    if plan.template == PERCHANNEL_ANTIQUANT:
+        # GMMA8W4FakeQuantPreProcess: the int4 weight as int8 (exact) and the scale words as an A8W8 scale, then
+        # GMMQuantMixCoreCompute with isA8W4FakeQuant (per-token forced on, the bias not read: hasBias_ = false)
+        kw2 = dict(kw, has_offset=False, has_antiquant=False, antiquant=None, offset=None)
+        scale2 = fake_a8w8_scale(scales[0], y_name)
+        pt2 = np.ascontiguousarray(np.asarray(pts[0], np.float32).reshape(-1))
+        subs, assemble, shapes = rebuild([x], [np.ascontiguousarray(wv)], None, [scale2], [pt2], gl, y_name, n_y,
+                                         split_item=split_item, group_type=group_type,
+                                         group_list_type=group_list_type, kw=kw2)
+        for sub in subs:
+            sub.a8w4_template = PERCHANNEL_ANTIQUANT
+        return subs, assemble, shapes
     checks.check_group_values(gl, group_list_type, e, m)
     args = checks.GmmArgs(x_dtype="int8", w_dtype="int4", y_dtype=y_name, x_shape=(m, k), w_shape=(e, k, n),
                           split_item=split_item, group_type=group_type, group_list_type=group_list_type)

@@ -21,10 +21,10 @@ Blocks own disjoint rectangles of y, so the split over cores decides who writes 
 import numpy as np
 from numba import prange
 
-from npu_emu.ascendc.constants import CAST_RINT
+from npu_emu.ascendc.constants import CAST_FLOOR, CAST_RINT
 from npu_emu.device.jit_options import PARALLEL
 from npu_emu.device.specialize import njit
-from npu_emu.dtypes.scalar import f16_to_f32, f32_to_bf16, f32_to_f16
+from npu_emu.dtypes.scalar import f16_to_f32, f32_as_u32, f32_to_bf16, f32_to_f16, u32_as_f32
 
 OUT_BF16 = 1
 
@@ -80,3 +80,17 @@ def msd_dequant_kernel(core_num, counts, n, single_m, single_n, ws, bias, offset
                 cur += cores
             pre_count = cur_count % cores
             offset_m += mm
+
+
+@njit(cache=True, error_model="numpy")
+def fake_quant_scale_kernel(pairs, out_bf16, out):
+    """GMMA8W4FakeQuantPreProcess::ScaleProcess (grouped_matmul_antiquant_a8w4_pre.h) per word: PairReduceSum of its
+    two float32 halves (low + high, one float32 add), then for a bfloat16 y Cast with CAST_FLOOR. pairs (W, 2)
+    uint32; out (W,) uint32 float32 bits or uint16 bfloat16 bits. The split of the words over the vector cores
+    decides who converts a word, never its value."""
+    for i in range(pairs.shape[0]):
+        v = u32_as_f32(pairs[i, 0]) + u32_as_f32(pairs[i, 1])
+        if out_bf16 == OUT_BF16:
+            out[i] = f32_to_bf16(v, CAST_FLOOR, False)
+        else:
+            out[i] = f32_as_u32(v)

@@ -67,3 +67,25 @@ def grouped_matmul_a8w4_msd(x, w, scale, bias, per_token_scale, counts, y_dtype,
             y[r] = v.astype(out_t)
         row += mg
     return y
+
+
+def _floor_bf16(v32):
+    """float32 -> bfloat16 rounded toward -inf: drop the 16 low bits (toward zero), then one step away from zero
+    for a negative value that lost nonzero bits (NaN / inf are kept as they truncate)."""
+    u = np.asarray(v32, np.float32).view(np.uint32)
+    t = (u & np.uint32(0xFFFF0000)).astype(np.uint32)
+    finite = (u & np.uint32(0x7F800000)) != np.uint32(0x7F800000)
+    step = ((u >> np.uint32(31)) == 1) & ((u & np.uint32(0xFFFF)) != 0) & finite
+    t = np.where(step, t + np.uint32(0x10000), t).astype(np.uint32)
+    return (t >> np.uint32(16)).astype(np.uint16).view(ml_dtypes.bfloat16)
+
+
+def fake_a8w8_scale(words, y_dtype):
+    """The per-channel A8W4 words (E, 1, N) as the A8W8 scale (E, N): float32(low half) + float32(high half),
+    then for bfloat16 y rounded toward -inf to bfloat16."""
+    u = np.ascontiguousarray(words).view(np.uint64)
+    lo = (u & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
+    hi = (u >> np.uint64(32)).astype(np.uint32).view(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = (lo + hi).reshape(u.shape[0], u.shape[-1])
+    return v if y_dtype == "float16" else _floor_bf16(v)

@@ -7,8 +7,8 @@ import pytest
 
 from npu_emu import AclnnError
 from npu_emu.aclnn import aclGetRecentErrMsg
-from npu_emu.kernels.grouped_matmul import a8w4, api
-from npu_emu.kernels.grouped_matmul.golden_a8w4 import fixpipe_scale, grouped_matmul_a8w4_msd
+from npu_emu.kernels.grouped_matmul import a8w4, api, golden
+from npu_emu.kernels.grouped_matmul.golden_a8w4 import fake_a8w8_scale, fixpipe_scale, grouped_matmul_a8w4_msd
 from npu_emu.kernels.quant_matmul.api import NzWeight
 
 RNG = np.random.default_rng(48)
@@ -138,6 +138,39 @@ def test_offset_of_another_shape_is_ignored():
     same_bits(gmm(offset=[off]), gmm())
 
 
+FAKE_GL = {0: np.array([7, 7, 20], np.int64), 1: np.array([7, 0, 13], np.int64)}
+
+
+@pytest.mark.parametrize("out", ["bfloat16", "float16"])
+@pytest.mark.parametrize("glt", [0, 1])
+def test_per_channel_prefill_is_fake_a8w8(out, glt):
+    """Per channel with N // (M // E) <= 4 (here 8 // 6): PERCHANNEL_ANTIQUANT - the int4 weight as int8, the words
+    as the A8W8 scale (golden_a8w4.fake_a8w8_scale), the A8W8 per-token chain (golden.grouped_matmul_quant) with
+    the bias not read; the group list honours group_list_type 0 / 1."""
+    n = 8
+    s1 = RNG.uniform(1e-3, 2e-2, (E, 1, n)).astype(np.float32)
+    s1[0, 0, :3] *= -1
+    w = W[:, :, :n]
+    sc = fake_a8w8_scale(words(s1), out)
+    ref = golden.grouped_matmul_quant(X, w, FAKE_GL[glt], group_list_type=glt, scale=sc, per_token_scale=PT,
+                                      out_dtype=out)
+    y = gmm(w=w, scale=words(s1), bias=vllm_bias(w, s1), gl=FAKE_GL[glt], group_list_type=glt, output_dtype=out)
+    same_bits(y, ref)
+    same_bits(gmm(w=w, scale=words(s1), bias=None, gl=FAKE_GL[glt], group_list_type=glt, output_dtype=out), ref)
+
+
+def test_fake_a8w8_scale_rounds_toward_minus_infinity():
+    """bfloat16 y: ScaleProcess casts with CAST_FLOOR: 1 + 2^-9 and -(1 + 2^-9) (between bfloat16 neighbours) go
+    to 1 and -(1 + 2^-7); float16 y keeps the float32; a nonzero high word is added (PairReduceSum)."""
+    v = np.array([[[1 + 2 ** -9, -(1 + 2 ** -9)]]], np.float32)
+    w = words(v)
+    assert fake_a8w8_scale(w, "bfloat16").view(np.uint16).tolist() == [[0x3F80, 0xBF81]]
+    assert a8w4.fake_a8w8_scale(w, "bfloat16").view(np.uint16).tolist() == [[0x3F80, 0xBF81]]
+    assert a8w4.fake_a8w8_scale(w, "float16").tolist() == v.reshape(1, 2).tolist()
+    hi = w.view(np.uint64) | (np.uint64(np.float32(0.5).view(np.uint32)) << np.uint64(32))
+    assert a8w4.fake_a8w8_scale(hi, "float16").tolist() == [[1.5 + 2 ** -9, -0.5 - 2 ** -9]]
+
+
 def _lists(w=W.astype(ml_dtypes.int4), scale=SW, bias=BIAS, pt=PT, gl=GL, offset=None):
     return dict(x=[X], weight=[w], biasOptional=None if bias is None else [bias], scaleOptional=[scale], offsetOptional=offset,
                 antiquantScaleOptional=None, antiquantOffsetOptional=None, perTokenScaleOptional=[pt],
@@ -240,9 +273,13 @@ def _raises(status, words, **kw):
     (dict(x=X[:, :96], w=W[:, :96], scale=SW[:, :1]), 561002, "k should be divisible by 64"),
     (dict(x=np.zeros((M, 18496), np.int8), w=np.zeros((E, 18496, N), np.int8), scale=SW[:, :1]), 561002,
      "K should be less than 18432"),
-    # the templates npu-emu does not implement
-    (dict(scale=SW[:, :1], gl=np.array([7, 7, 6], np.int64), x=X, w=W[:, :, :8], bias=BIAS[:, :8]), 161002,
-     "PERCHANNEL_ANTIQUANT"),
+    # PERCHANNEL_ANTIQUANT (per channel, N // (M // E) <= 4): the A8W8 tiling and its emulator-added needs
+    (dict(scale=SW[:, :1, :8], gl=np.array([[0, 7], [1, 7], [2, 6]], np.int64), w=W[:, :, :8],
+          group_list_type=2), 561002,
+     "Only both x and weight dtype are int8 support groupListType is 2"),
+    (dict(scale=S[:, :1, :8], w=W[:, :, :8]), 161002, "scale must be uint64 / int64 (E, 1, N)"),
+    (dict(scale=SW[:, :1, :8], w=W[:, :, :8], pt=None), 161002, "forces the per-token epilogue"),
+    (dict(scale=SW[:, :1, :8], w=W[:, :, :8], pt=PT[:3]), 161002, "per_token_scale must be float32 (M,)"),
     # emulator-added (the MSD kernel reads these unconditionally)
     (dict(group_list_type=0, gl=np.cumsum(GL)), 161002, "reads the group list as counts"),
     (dict(scale=S), 161002, "reads uint64 Fixpipe words"),
