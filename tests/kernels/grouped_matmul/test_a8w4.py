@@ -320,3 +320,27 @@ def test_aclnn_status_and_null():
                                                               out=[out], activationFeatureOutOptional=None,
                                                               dynQuantScaleOutOptional=None)
     assert st == 161002
+
+
+def test_torch_binding_int32_weight():
+    """torch.ops.npu.npu_grouped_matmul with torch_npu's operands (int32-packed weight, int64 scale words): the
+    fake's y has 8x the weight's last dim, as op-plugin's; the values are the golden's."""
+    torch = pytest.importorskip("torch")
+    import npu_emu.torch  # noqa: F401
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    op = torch.ops.npu.npu_grouped_matmul.default
+    args = ([torch.from_numpy(X)], [torch.from_numpy(pack_int32(W))])
+    kw = dict(scale=[torch.from_numpy(SW)], bias=[torch.from_numpy(BIAS)], per_token_scale=[torch.from_numpy(PT)],
+              group_list=torch.from_numpy(GL), group_list_type=1, split_item=3, group_type=0,
+              output_dtype=torch.bfloat16)
+    y = op(*args, **kw)[0]
+    ref = grouped_matmul_a8w4_msd(X, W, SW, BIAS, PT, GL, "bfloat16")
+    assert y.dtype == torch.bfloat16
+    assert np.array_equal(y.view(torch.int16).numpy().view(np.uint16), ref.view(np.uint16))
+    with FakeTensorMode() as mode:
+        fa = [[mode.from_tensor(t) for t in lst] for lst in args]
+        fkw = {key: ([mode.from_tensor(t) for t in v] if isinstance(v, list) else
+                     mode.from_tensor(v) if isinstance(v, torch.Tensor) else v) for key, v in kw.items()}
+        fy = op(*fa, **fkw)[0]
+    assert tuple(fy.shape) == (M, N) and fy.dtype == torch.bfloat16
