@@ -344,3 +344,14 @@ def test_torch_binding_int32_weight():
                      mode.from_tensor(v) if isinstance(v, torch.Tensor) else v) for key, v in kw.items()}
         fy = op(*fa, **fkw)[0]
     assert tuple(fy.shape) == (M, N) and fy.dtype == torch.bfloat16
+
+
+def test_dask_rows_per_group_scale():
+    """Per-group A8W4 is row-independent: chunks of 6 rows (cutting groups) give the bits of one call."""
+    da = pytest.importorskip("dask.array")
+    from npu_emu import dask as nd
+
+    y = nd.grouped_matmul(da.from_array(X, chunks=(6, K)), [W.astype(ml_dtypes.int4)], group_list=GL,
+                          group_list_type=1, scale=[SW], bias=[BIAS], per_token_scale=[PT],
+                          output_dtype="bfloat16").compute()
+    same_bits(y, grouped_matmul_a8w4_msd(X, W, SW, BIAS, PT, GL, "bfloat16"))
