@@ -20,6 +20,7 @@ fp16 atomic adds (quant_matmul's ``v4.group_batches`` and ``v4_kernel.msd_fused_
 QuantBatchMatmulV4's MSD), then the vector epilogue of ``a8w4_kernel.msd_dequant_kernel``.
 """
 
+import dataclasses
 import types
 from dataclasses import dataclass
 
@@ -370,11 +371,10 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
     """(subs, assemble, out_shapes) of an A8W4 call (api._build's contract), after the checks."""
     origin = kw["origin"]
     w0 = ws[0]
-    if len(ws) != 1 or (not isinstance(w0, NzWeight) and np.asarray(w0).ndim != 3):
-        form = forms.form_of(len(xs), len(ws), n_y, split_item, group_type)
-        if form != "sss" or len(ws) != 1:
-            _err("npu-emu implements A8W4 for one x (M, K), one weight (E, K, N) and one y (group_type 0, "
-                 "split_item 2 / 3) (docs/ops/grouped_matmul.md §12.5)")
+    if len(ws) != 1:
+        _err("npu-emu implements A8W4 for one x (M, K), one weight (E, K, N) and one y (group_type 0, split_item "
+             "2 / 3): the A8W4 kernels address the weight and scale as single tensors (docs/ops/grouped_matmul.md "
+             "§12.5)")
     wv, nz = weight_values(w0, origin)
     if wv.ndim != 3:
         _err(f"Dim num or format of tensor in tensor list weight is invalid: weight must be 3-D (E, K, N), got "
@@ -397,8 +397,11 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
         subs, assemble, shapes = rebuild([x], [np.ascontiguousarray(wv)], None, [scale2], [pt2], gl, y_name, n_y,
                                          split_item=split_item, group_type=group_type,
                                          group_list_type=group_list_type, kw=kw2)
+        note = ("A8W4 PERCHANNEL_ANTIQUANT: the int4 weight cast to int8 and the scale words converted "
+                "(GMMA8W4FakeQuantPreProcess), then this A8W8 per-token launch without the bias")
         for sub in subs:
-            sub.a8w4_template = PERCHANNEL_ANTIQUANT
+            if sub.tr is not None:
+                sub.tr = dataclasses.replace(sub.tr, notes=tuple(sub.tr.notes) + (note,))
         return subs, assemble, shapes
     checks.check_group_values(gl, group_list_type, e, m)
     args = checks.GmmArgs(x_dtype="int8", w_dtype="int4", y_dtype=y_name, x_shape=(m, k), w_shape=(e, k, n),

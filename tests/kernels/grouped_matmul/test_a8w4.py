@@ -204,6 +204,10 @@ def test_aclnn_v4_v5_weight_nz_keep_rows_after_groups():
 
 
 def test_trace_names_the_template():
+    _, tr8 = api.npu_grouped_matmul([X], [W[:, :, :8].astype(ml_dtypes.int4)], scale=[SW[:, :1, :8]],
+                                    per_token_scale=[PT], group_list=GL, group_list_type=1, split_item=3,
+                                    group_type=0, output_dtype="bfloat16", trace=True)
+    assert any("PERCHANNEL_ANTIQUANT" in note for note in tr8.notes)
     _, tr = api.npu_grouped_matmul([X], [W.astype(ml_dtypes.int4)], scale=[SW], bias=[BIAS], per_token_scale=[PT],
                                    group_list=GL, group_list_type=1, split_item=3, group_type=0,
                                    output_dtype="bfloat16", trace=True)
@@ -355,3 +359,11 @@ def test_dask_rows_per_group_scale():
                           group_list_type=1, scale=[SW], bias=[BIAS], per_token_scale=[PT],
                           output_dtype="bfloat16").compute()
     same_bits(y, grouped_matmul_a8w4_msd(X, W, SW, BIAS, PT, GL, "bfloat16"))
+
+
+def test_separated_weights_refused():
+    with pytest.raises(AclnnError) as ei:
+        api.npu_grouped_matmul([X], [W[0].astype(ml_dtypes.int4), W[1].astype(ml_dtypes.int4)], scale=[SW],
+                               bias=[BIAS], per_token_scale=[PT], group_list=GL[:2], group_list_type=1,
+                               split_item=3, group_type=0, output_dtype="bfloat16")
+    assert ei.value.status == 161002 and "single tensors" in str(ei.value)
