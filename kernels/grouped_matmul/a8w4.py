@@ -76,21 +76,13 @@ def handles(xs, ws):
             and _name(xs[0]) == "int8" and _name(ws[0]) in W_TYPES)
 
 
-def weight_values(w, origin):
-    """The weight as int8 values (E, K, N), and whether it came in FRACTAL_NZ."""
+def weight_values(w, origin, weight_nd):
+    """The weight as int8 values (E, K, N), and whether it came in FRACTAL_NZ (api._weight_nd reads an NzWeight:
+    quant_matmul's 4-bit NZ reader; an INT32 array is unpacked as aclnn's UnpackInt32ToInt4 relabels it)."""
     if isinstance(w, NzWeight):
-        from npu_emu.kernels.quant_matmul import weight_nz
-
-        if w.transposed:
-            _err("weight: the A8W4 kernels read a non-transposed (E, K, N) weight; a transposed NZ weight is not "
-                 "modelled (emulator-added)")
-        op = weight_nz.nz_operand(w, "weight", None, origin)
-        if len(op.desc.shape) != 3:
-            _err(f"Dim num or format of tensor in tensor list weight is invalid: weight must be 3-D (E, K, N), got "
-                 f"shape {op.desc.shape}.")
-        return int_values(weight_nz.nz_to_storage_nd(op, False)), True
-    dt = _name(w)
-    return int_values(types.SimpleNamespace(data=w, dtype=dt, name="weight")), False
+        nd, _, _ = weight_nd(w, origin)
+        return int_values(types.SimpleNamespace(data=nd, dtype="int4", name="weight")), True
+    return int_values(types.SimpleNamespace(data=w, dtype=_name(w), name="weight")), False
 
 
 def _shape(a):
@@ -196,15 +188,13 @@ def check(xs, ws, wv, nz, biases, scales, pts, offsets, aqs, aqo, gl, y_name, n_
     if n % 2:
         _err(f"weight's inner axis size[{n}] is not even!")
     m, k = x.shape
-    if nz and not (k % 16 == 0 and n % 64 == 0):
-        _err(f"When weight(INT4) format is FRACTAL_NZ, weight'shape(k[{k}], n[{n}]) should be divisible by the "
-             f"following shape: INT8:[16, 32],BF16/FP16[16, 16],INT4[16, 64]). If the weight is transposed,the k/n "
-             f"need to be reversed.")
+    if nz:
+        checks._check_nz_align("int4", k, n, False)           # TransWeightToNz (910 branch)
+    if nz and api == "aclnnGroupedMatmulWeightNz":
+        checks.weight_nz_dtypes("int8", "int4", y_name)         # ParamsWeightNzDtype
     if y_name not in ("bfloat16", "float16"):
-        msg = (f"The dtypes of x[int8]-weight[int4]-y[{y_name}] do not match with required dtype.The x-weight-y of "
-               f"the antiquantcase[A8W4] only supports the following combinations: INT8-INT4-BF16,INT8-INT4-Fp16")
-        _err(msg if api == "aclnnGroupedMatmulWeightNz" else msg + " (emulator-added for this entry: the A8W4 "
-             "kernels write bfloat16 or float16)")
+        _err(f"y dtype {y_name}: the A8W4 kernels write bfloat16 or float16 (emulator-added for this entry; "
+             f"aclnnGroupedMatmulWeightNz's ParamsWeightNzDtype refuses it)")
     # the host tiling reads N and the k-group count from scale's dims 2 and 1
     if scale is None:
         _err("scale must not be nullptr for A8W4: the host tiling reads N and the quant group count from its shape "
@@ -367,7 +357,8 @@ class A8W4Sub:
                             f"reproduced (docs/ops/grouped_matmul.md §12.4)"])
 
 
-def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw, rebuild):
+def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_type, group_list_type, kw, rebuild,
+          weight_nd):
     """(subs, assemble, out_shapes) of an A8W4 call (api._build's contract), after the checks."""
     origin = kw["origin"]
     w0 = ws[0]
@@ -375,7 +366,10 @@ def build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_typ
         _err("npu-emu implements A8W4 for one x (M, K), one weight (E, K, N) and one y (group_type 0, split_item "
              "2 / 3): the A8W4 kernels address the weight and scale as single tensors (docs/ops/grouped_matmul.md "
              "§12.5)")
-    wv, nz = weight_values(w0, origin)
+    if kw.get("transpose_w"):
+        _err("npu-emu does not implement A8W4 with a transposed weight (the MSD kernels index an (E, K, N) weight); "
+             "pass the weight contiguous (emulator-added, docs/ops/grouped_matmul.md §12.5)")
+    wv, nz = weight_values(w0, origin, weight_nd)
     if wv.ndim != 3:
         _err(f"Dim num or format of tensor in tensor list weight is invalid: weight must be 3-D (E, K, N), got "
              f"shape {wv.shape}.")

@@ -294,7 +294,7 @@ def _build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_ty
                           group_list_type=group_list_type, kw=kw, weight_nd=_weight_nd)
     if a8w4.handles(xs, ws):                                # int8 x, int4 weight on A2/A3 (a8w4.py)
         return a8w4.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item, group_type=group_type,
-                          group_list_type=group_list_type, kw=kw, rebuild=_build)
+                          group_list_type=group_list_type, kw=kw, rebuild=_build, weight_nd=_weight_nd)
     if kw.get("antiquant") is not None and antiquant.handles(xs, ws):     # W8A16 / W4A16 (antiquant.py)
         return antiquant.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item,
                                group_type=group_type, group_list_type=group_list_type, kw=kw, rebuild=_build,

@@ -267,8 +267,9 @@ def _raises(status, words, **kw):
     (dict(w=W[:, :, :N - 1]), 161002, "weight's inner axis size[127] is not even!"),
     (dict(w=NzWeight.from_nd(W[:, :, :96].astype(ml_dtypes.int4), "int4"), scale=SW[:, :, :96],
           bias=BIAS[:, :96]), 161002, "should be divisible by the following shape"),
-    (dict(output_dtype="int32"), 161002, "INT8-INT4-BF16,INT8-INT4-Fp16"),
-    (dict(output_dtype=None), 161002, "INT8-INT4-BF16,INT8-INT4-Fp16"),
+    (dict(output_dtype="int32"), 161002, "the A8W4 kernels write bfloat16 or float16"),
+    (dict(output_dtype=None), 161002, "the A8W4 kernels write bfloat16 or float16"),
+    (dict(w=np.swapaxes(W.astype(ml_dtypes.int4).swapaxes(1, 2).copy(), 1, 2)), 161002, "transposed weight"),
     (dict(scale=None), 161002, "scale must not be nullptr for A8W4"),
     (dict(scale=SW[:, 0]), 161002, "scale must be 3-D (E, G, N)"),
     (dict(tuning_config=[0, 1]), 161002, "AUTOTILING"),
@@ -324,6 +325,12 @@ def test_aclnn_status_and_null():
                                                               out=[out], activationFeatureOutOptional=None,
                                                               dynQuantScaleOutOptional=None)
     assert st == 161002
+    lists["groupType"] = 0
+    st, _, _ = api.aclnnGroupedMatmulWeightNzGetWorkspaceSize(**lists, tuningConfigOptional=None, quantGroupSize=0,
+                                                              out=[np.zeros((M, N), np.float32)],
+                                                              activationFeatureOutOptional=None,
+                                                              dynQuantScaleOutOptional=None)
+    assert st == 161002 and "aclnnGroupedMatmulWeightNz takes y float16 / bfloat16" in aclGetRecentErrMsg()
 
 
 def test_torch_binding_int32_weight():
