@@ -11,8 +11,9 @@ choice), ``op_host/grouped_matmul_host_util.h`` (``A8W4_PRETILING_WHITE_LIST``),
 (the A8W4_KERNEL_TEMPLATE dispatch), ``op_kernel/grouped_matmul_antiquant_a8w4_msd_pre.h`` (``GMMA8W4PreProcess``)
 and ``grouped_matmul_antiquant_a8w4_msd.h`` (``GMMA8W4MSDCompute``).
 
-Implemented: the MSD_API_DEQUANT template (every per-group call, and per-channel calls with few rows per expert or
-an offset). The other templates the host can pick are refused with a message naming them (§12.5).
+Implemented: MSD_API_DEQUANT (every per-group call, and per-channel calls with few rows per expert or an offset),
+MSD_VECTOR_DEQUANT (``grouped_matmul_antiquant_a8w4_msd_new.h``, two white-listed shapes) and PERCHANNEL_ANTIQUANT
+(``grouped_matmul_antiquant_a8w4_pre.h`` then the A8W8 per-token kernel). AUTOTILING is refused naming it (§12.5).
 
 Compute, as the device: x split into hi / lo int4 planes (quant_matmul's ``v4.msd_split``, the arithmetic of
 GMMA8W4PreProcess), per expert group and k group the exact int4 x int4 cube, the Fixpipe dequant to fp16 and the
@@ -50,6 +51,7 @@ SINGLE_M, SINGLE_N = 128, 256          # the workspace slots of the non-white-li
 MSD_PER_CHANNEL_RATIO = 4              # isMSD: n / avg_m > 4
 SHORT_M = 32                           # isShortM: avg_m < 32 -> baseM 64, baseN 512
 VECTOR_DEQUANT_GROUP = 256             # the MSD_VECTOR_DEQUANT template only takes k / G == 256
+VECTOR_DEQUANT_BASE_M = 32
 # grouped_matmul_host_util.h: {groupNum, m, k, n, weight NZ} shapes that take MSD_VECTOR_DEQUANT
 A8W4_PRETILING_WHITE_LIST = ((1, 16, 256, 512, 1), (256, 1024, 512, 32768, 1))
 SYS_WORKSPACE_SIZE = 16 * 1024 * 1024
@@ -217,11 +219,7 @@ def check(xs, ws, wv, nz, biases, scales, pts, offsets, aqs, aqo, gl, y_name, n_
     if k > MAX_K_A8W4_MSD:
         _err(f"GMM_tiling: K should be less than 18432 on the A8W4 scenario, but now is {k}",
              ACLNN_ERR_INNER_TILING_ERROR)
-    if template == MSD_VECTOR_DEQUANT:
-        _err(f"npu-emu does not implement the A8W4 MSD_VECTOR_DEQUANT template "
-             f"(grouped_matmul_antiquant_a8w4_msd_new.h) that the host tiling picks for the white-listed shape "
-             f"(E, M, K, N, NZ) = {(e, m, k, n, int(nz))} with k groups of 256 (docs/ops/grouped_matmul.md §12.5)")
-    aic = _aic(soc, core_num)
+    aic = _aic(soc, core_num)      # MSD_VECTOR_DEQUANT reads what MSD_API_DEQUANT reads (checks below)
     if template == PERCHANNEL_ANTIQUANT:
         _check_fake_a8w8(scale, pt, e, m, n, group_list_type)
         return Plan(PERCHANNEL_ANTIQUANT, g_num, False, 0, 0, aic, 0, soc)
@@ -249,6 +247,12 @@ def check(xs, ws, wv, nz, biases, scales, pts, offsets, aqs, aqo, gl, y_name, n_
                                                                                     pt.shape[1] == 1)):
         _err(f"per_token_scale must be float32 (M,) or (M, 1) with M = {m}, got {resolve_dtype(pt.dtype)} "
              f"{_shape(pt)} (emulator-added)")
+    if template == MSD_VECTOR_DEQUANT:
+        # baseM 32 x the whole N a block (the vector walks it in 512 columns); workspace per A8W4Tiling's white-list
+        # branch (its baseM / baseN are the non-white-list values there)
+        short = (tuning if tuning != 0 else m // e) < SHORT_M
+        ws = SYS_WORKSPACE_SIZE + CV_PARALL_NUM * aic * (64 if short else 128) * (512 if short else 256) * 2 * 2
+        return Plan(MSD_VECTOR_DEQUANT, g_num, False, VECTOR_DEQUANT_BASE_M, n, aic, ws, soc)
     short = (tuning if tuning != 0 else m // e) < SHORT_M
     ws = SYS_WORKSPACE_SIZE + CV_PARALL_NUM * aic * SINGLE_N * SINGLE_M * 4 * 8
     return Plan(MSD_API_DEQUANT, g_num, with_offset, 64 if short else 128, 512 if short else 256, aic, ws, soc)
@@ -271,18 +275,23 @@ def _check_fake_a8w8(scale, pt, e, m, n, group_list_type):
              f"{_shape(pt)} (emulator-added)")
 
 
-def fake_a8w8_scale(words, y_name):
-    """GMMA8W4FakeQuantPreProcess::ScaleProcess: each uint64 word read as two float32 (low, high) and summed by
-    PairReduceSum (one float32 add); for a bfloat16 y then Cast to bfloat16 with CAST_FLOOR. Returns the A8W8
-    scale array (E, N): float32, or ml_dtypes.bfloat16."""
+def pair_sum_scale(words, y_name="float16"):
+    """uint64 words as vector scales: each word read as two float32 (low, high) summed by PairReduceSum (one float32
+    add): GMMA8W4FakeQuantPreProcess::ScaleProcess (then, for a bfloat16 y, Cast to bfloat16 with CAST_FLOOR) and
+    GMMA8W4MSDComputeNew's dequant scale (float32). Returns the words' shape: float32, or ml_dtypes.bfloat16."""
     import ml_dtypes
 
     u = np.ascontiguousarray(words).view(np.uint64)
-    e, _, n = u.shape
-    pair = u.reshape(e * n).view(np.uint32).reshape(e * n, 2)
-    out = np.empty(e * n, np.uint32 if y_name == "float16" else np.uint16)
+    pair = u.reshape(-1).view(np.uint32).reshape(-1, 2)
+    out = np.empty(pair.shape[0], np.uint32 if y_name == "float16" else np.uint16)
     a8w4_kernel.fake_quant_scale_kernel(np.ascontiguousarray(pair), int(y_name == "bfloat16"), out)
-    return out.view(np.float32 if y_name == "float16" else ml_dtypes.bfloat16).reshape(e, n)
+    return out.view(np.float32 if y_name == "float16" else ml_dtypes.bfloat16).reshape(u.shape)
+
+
+def fake_a8w8_scale(words, y_name):
+    """The PERCHANNEL_ANTIQUANT template's A8W8 scale (E, N) from the (E, 1, N) words."""
+    s = pair_sum_scale(words, y_name)
+    return s.reshape(s.shape[0], s.shape[-1])
 
 
 def _aic(soc, core_num):
@@ -320,6 +329,12 @@ class A8W4Sub:
                      "GroupedMatmul A8W4 workspace")
         # GMMA8W4PreProcess: hi = floor(x / 16) (Muls 1/16 in half, Cast CAST_FLOOR), lo = (x & 0xF) - 8
         hl = v4.msd_split(np.ascontiguousarray(self.x[:rows])).astype(np.float32)
+        out = np.empty((m, n), np.uint16)
+        out[rows:] = 0
+        if self.plan.template == MSD_VECTOR_DEQUANT:
+            self._vector_dequant(hl, rows, out)
+            y[:rows] = out[:rows].view(y.dtype)
+            return y
         s2 = tqp.deq_scale(self.scale)                     # (E, G, N) the Fixpipe's FP19 view of the words
         ws = np.zeros((2 * rows, n), np.uint16)            # the fp16 workspace, zeroed (atomic add from group 1 on)
         # Fixpipe fp32 -> fp16 with RNE, overflow to inf (quant_matmul's fixpipe_round / cast_overflow defaults;
@@ -338,13 +353,29 @@ class A8W4Sub:
         else:
             rowsum = np.zeros(0, np.float32)
             off = np.zeros((0, 0), np.float32)
-        out = np.empty((m, n), np.uint16)
-        out[rows:] = 0
         a8w4_kernel.msd_dequant_kernel(self.plan.core_num, self.counts, n, self.plan.single_m, self.plan.single_n,
                                        ws, _f32(self.bias), off, rowsum, _f32(self.pt).reshape(-1),
                                        int(self.args.y_dtype == "bfloat16"), out)
         y[:rows] = out[:rows].view(y.dtype)
         return y
+
+    def _vector_dequant(self, hl, rows, out):
+        """GMMA8W4MSDComputeNew: per 256-wide k chunk the cube's partial sums leave through the Fixpipe as fp16
+        (scalar quant 1.0), the vector multiplies them by the pair-summed float32 scale word and adds them up in
+        float32; after the last chunk the combine of ComputeDequantAndActivate (no offset in this template)."""
+        e, k, n = self.args.w_shape
+        s = np.ascontiguousarray(pair_sum_scale(self.scale), np.float32)        # (E, G, N)
+        acc = np.zeros((2 * rows, n), np.float32)
+        for g, r0, mg in zip(*self.ent):
+            if mg <= 0:
+                continue
+            accg = acc[2 * r0:2 * (r0 + mg)]
+            for j0, parts in v4.group_batches(hl[2 * r0:2 * (r0 + mg)], self.wv[g].astype(np.float32),
+                                              VECTOR_DEQUANT_GROUP):
+                a8w4_kernel.vector_dequant_step(parts, j0, s[g], accg)
+        a8w4_kernel.msd_dequant_kernel(self.plan.core_num, self.counts, n, self.plan.single_m, self.plan.single_n,
+                                       acc, _f32(self.bias), np.zeros((0, 0), np.float32), np.zeros(0, np.float32),
+                                       _f32(self.pt).reshape(-1), int(self.args.y_dtype == "bfloat16"), out)
 
     def make_trace(self):
         p = self.plan

@@ -16,10 +16,16 @@ every k group and the fp16 atomic adds). The vector cores then walk the same blo
     y = cast(v)                     CAST_RINT to bfloat16 / float16
 
 Blocks own disjoint rectangles of y, so the split over cores decides who writes an element, never its value.
+
+MSD_VECTOR_DEQUANT (``grouped_matmul_antiquant_a8w4_msd_new.h``, ``GMMA8W4MSDComputeNew``) keeps H and L in float32
+instead (:func:`vector_dequant_step`: fp16 chunk sums times the pair-summed scale, added in float32) and ends with
+the same chain (no offset), on blocks of 32 rows x the whole N. :func:`fake_quant_scale_kernel` is the scale
+conversion of the PERCHANNEL_ANTIQUANT template's pre-process (``grouped_matmul_antiquant_a8w4_pre.h``).
 """
 
 import numpy as np
-from numba import prange
+from numba import prange, types
+from numba.extending import overload
 
 from npu_emu.ascendc.constants import CAST_FLOOR, CAST_RINT
 from npu_emu.device.jit_options import PARALLEL
@@ -29,10 +35,22 @@ from npu_emu.dtypes.scalar import f16_to_f32, f32_as_u32, f32_to_bf16, f32_to_f1
 OUT_BF16 = 1
 
 
+def _plane(ws, r, c):
+    """One hi / lo plane value as float32 (njit only; chosen by the workspace's dtype at compile time)."""
+    raise NotImplementedError("_plane runs inside njit kernels only")
+
+
+@overload(_plane)
+def _plane_impl(ws, r, c):
+    if ws.dtype == types.uint16:
+        return lambda ws, r, c: f16_to_f32(ws[r, c])
+    return lambda ws, r, c: ws[r, c]
+
+
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def msd_dequant_kernel(core_num, counts, n, single_m, single_n, ws, bias, offset, rowsum, pt, out_bf16, y):
-    """counts (E,) int64 rows per group (the kernel reads the group list as counts); ws (2·rows, N) uint16 fp16 bits
-    of the hi / lo workspace; bias (E, N) float32; offset (E, N) float32 or (0, 0) (no offset); rowsum (M,) float32
+    """counts (E,) int64 rows per group (the kernel reads the group list as counts); ws (2·rows, N) the hi / lo
+    planes: uint16 fp16 bits (MSD_API_DEQUANT's workspace) or float32 (MSD_VECTOR_DEQUANT's UB sums); bias (E, N) float32; offset (E, N) float32 or (0, 0) (no offset); rowsum (M,) float32
     (Σ_k x, with an offset); pt (M,) float32; y (M, N) uint16 bits of bfloat16 (``out_bf16``) or float16."""
     has_offset = offset.shape[0] > 0
     e = counts.shape[0]
@@ -65,8 +83,8 @@ def msd_dequant_kernel(core_num, counts, n, single_m, single_n, ws, bias, offset
                     t = t0 + i
                     p = pt[t]
                     for c in range(c0, c0 + cols):
-                        h = f16_to_f32(ws[2 * t, c])
-                        lo = f16_to_f32(ws[2 * t + 1, c])
+                        h = _plane(ws, 2 * t, c)
+                        lo = _plane(ws, 2 * t + 1, c)
                         v = np.float32(16.0) * h
                         v = lo + v
                         v = v + bias[g, c]
@@ -94,3 +112,21 @@ def fake_quant_scale_kernel(pairs, out_bf16, out):
             out[i] = f32_to_bf16(v, CAST_FLOOR, False)
         else:
             out[i] = f32_as_u32(v)
+
+
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
+def vector_dequant_step(parts, j0, s, acc):
+    """GMMA8W4MSDComputeNew::ComputeDequantAndActivate before the last chunk, for k chunks j0 .. j0 + gb - 1 (256
+    wide): the chunk's int32 sums (parts (gb, 2m, N), float32 holding them exactly) as the Fixpipe writes them with
+    scalar quant 1.0, fp16 (RNE); Cast to float32; Mul by the chunk's float32 scale s[j, n]; the first chunk starts
+    acc, the others are Added to it (float32). acc (2m, N) float32."""
+    gb, rows, n = parts.shape
+    for r in prange(rows):
+        for jj in range(gb):
+            j = j0 + jj
+            for c in range(n):
+                v = f16_to_f32(f32_to_f16(parts[jj, r, c], CAST_RINT, False)) * s[j, c]
+                if j == 0:
+                    acc[r, c] = v
+                else:
+                    acc[r, c] = acc[r, c] + v

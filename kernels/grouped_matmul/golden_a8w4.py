@@ -89,3 +89,45 @@ def fake_a8w8_scale(words, y_dtype):
     with np.errstate(over="ignore", invalid="ignore"):
         v = (lo + hi).reshape(u.shape[0], u.shape[-1])
     return v if y_dtype == "float16" else _floor_bf16(v)
+
+
+def grouped_matmul_a8w4_msd_vector(x, w, scale, bias, per_token_scale, counts, y_dtype):
+    """The MSD_VECTOR_DEQUANT template: per 256-wide k chunk q, P = fp16(Σ_{k∈q} plane · w) (the Fixpipe with scale
+    1.0), H = f32(H + f32(f32(P) · s_q)) from the first chunk (L likewise), s_q = f32(low float + high float) of the
+    word (no FP19 here); then the combine of grouped_matmul_a8w4_msd without an offset."""
+    x = np.asarray(x, np.int64)
+    w = np.asarray(w).astype(np.int64)
+    m, k = x.shape
+    e, _, n = w.shape
+    u = np.ascontiguousarray(scale).view(np.uint64).reshape(e, -1, n)
+    lo_f = (u & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
+    hi_f = (u >> np.uint64(32)).astype(np.uint32).view(np.float32)
+    s = lo_f + hi_f
+    hi = np.floor_divide(x, 16)
+    lo = np.mod(x, 16) - 8
+    pt = np.asarray(per_token_scale, np.float32).reshape(-1)
+    out_t = ml_dtypes.bfloat16 if y_dtype == "bfloat16" else np.float16
+    y = np.zeros((m, n), out_t)
+    row = 0
+    for g in range(e):
+        mg = int(counts[g])
+        if mg <= 0:
+            continue
+        r = slice(row, row + mg)
+        planes = []
+        for a in (hi, lo):
+            acc = None
+            for q in range(k // 256):
+                kq = slice(q * 256, (q + 1) * 256)
+                p16 = (a[r, kq] @ w[g, kq]).astype(np.float32).astype(np.float16)
+                v = p16.astype(np.float32) * s[g, q]
+                acc = v if acc is None else acc + v
+            planes.append(acc)
+        v = np.float32(16.0) * planes[0]
+        v = planes[1] + v
+        v = v + np.asarray(bias, np.float32)[g]
+        v = v * pt[r][:, None]
+        with np.errstate(over="ignore"):
+            y[r] = v.astype(out_t)
+        row += mg
+    return y

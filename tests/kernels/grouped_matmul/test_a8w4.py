@@ -8,7 +8,8 @@ import pytest
 from npu_emu import AclnnError
 from npu_emu.aclnn import aclGetRecentErrMsg
 from npu_emu.kernels.grouped_matmul import a8w4, api, golden
-from npu_emu.kernels.grouped_matmul.golden_a8w4 import fake_a8w8_scale, fixpipe_scale, grouped_matmul_a8w4_msd
+from npu_emu.kernels.grouped_matmul.golden_a8w4 import (fake_a8w8_scale, fixpipe_scale, grouped_matmul_a8w4_msd,
+                                                        grouped_matmul_a8w4_msd_vector)
 from npu_emu.kernels.quant_matmul.api import NzWeight
 
 RNG = np.random.default_rng(48)
@@ -299,12 +300,23 @@ def test_checks(kw, status, words):
     _raises(status, words, **kw)
 
 
-def test_vector_dequant_template_refused():
+@pytest.mark.parametrize("out", ["bfloat16", "float16"])
+def test_vector_dequant_template(out):
+    """The white-listed (E, M, K, N, NZ) = (1, 16, 256, 512, NZ) with one 256-wide k group takes
+    MSD_VECTOR_DEQUANT (golden_a8w4.grouped_matmul_a8w4_msd_vector); the same call with an ND weight takes
+    MSD_API_DEQUANT, whose fp16 workspace and FP19 scale give other bits here."""
     x = RNG.integers(-128, 128, (16, 256)).astype(np.int8)
-    w = NzWeight.from_nd(RNG.integers(-8, 8, (1, 256, 512)).astype(ml_dtypes.int4), "int4")
-    s = words(np.ones((1, 1, 512), np.float32))
-    _raises(161002, "MSD_VECTOR_DEQUANT", x=x, w=w, scale=s, bias=np.zeros((1, 512), np.float32),
-            pt=np.ones(16, np.float32), gl=np.array([16], np.int64))
+    wv = RNG.integers(-8, 8, (1, 256, 512)).astype(np.int8)
+    sc = RNG.uniform(1e-3, 2e-2, (1, 1, 512)).astype(np.float32)
+    sw = words(sc)
+    sw = (sw.view(np.uint64) | np.uint64(0x1FFF)).view(np.int64)        # bits FP19 drops and this template keeps
+    b, pt, gl = vllm_bias(wv, sc), RNG.uniform(0.01, 0.1, 16).astype(np.float32), np.array([16], np.int64)
+    y = gmm(x=x, w=NzWeight.from_nd(wv.astype(ml_dtypes.int4), "int32"), scale=sw, bias=b, pt=pt, gl=gl,
+            output_dtype=out)
+    same_bits(y, grouped_matmul_a8w4_msd_vector(x, wv, sw, b, pt, gl, out))
+    y_nd = gmm(x=x, w=wv, scale=sw, bias=b, pt=pt, gl=gl, output_dtype=out)
+    same_bits(y_nd, grouped_matmul_a8w4_msd(x, wv, sw, b, pt, gl, out))
+    assert not np.array_equal(np.asarray(y).view(np.uint16), np.asarray(y_nd).view(np.uint16))
 
 
 def test_aclnn_status_and_null():
