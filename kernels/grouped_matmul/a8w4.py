@@ -336,7 +336,9 @@ class A8W4Sub:
             y[:rows] = out[:rows].view(y.dtype)
             return y
         s2 = tqp.deq_scale(self.scale)                     # (E, G, N) the Fixpipe's FP19 view of the words
-        ws = np.zeros((2 * rows, n), np.uint16)            # the fp16 workspace, zeroed (atomic add from group 1 on)
+        # the fp16 workspace: k group 0 is written plainly (GetTensorC enAtomic 0), the others atomically added; a start
+        # value of -0.0 makes the add of group 0 that plain write (-0 + h == h for every h, a -0.0 h included)
+        ws = np.full((2 * rows, n), 0x8000, np.uint16)
         # Fixpipe fp32 -> fp16 with RNE, overflow to inf (quant_matmul's fixpipe_round / cast_overflow defaults;
         # GroupedMatmul has no switch for them)
         cfg = np.array([scalar.CAST_RINT, 0], np.int64)

@@ -25,7 +25,7 @@ def grouped_matmul_a8w4_msd(x, w, scale, bias, per_token_scale, counts, y_dtype,
     None. Returns y (M, N) of y_dtype (bfloat16 / float16); rows after the last group are 0.
 
     x = 16·hi + lo + 8 with hi = floor(x / 16), lo = (x mod 16) - 8. Per group g and k group q (width K / G):
-    H += fp16(f32(hi_q @ w_q) · s[g, q]) with an fp16 add (L likewise with lo), q ascending from H = 0; then per
+    H = fp16(f32(hi_q @ w_q) · s[g, q]) for q = 0, then H += that with an fp16 add (L likewise with lo); then per
     element v = f32(16·H); v = f32(L + v); v = f32(v + bias); [v = f32(f32(Σ_k x · offset) + v)];
     v = f32(v · pt); y = RNE(v)."""
     x = np.asarray(x, np.int64)
@@ -47,15 +47,14 @@ def grouped_matmul_a8w4_msd(x, w, scale, bias, per_token_scale, counts, y_dtype,
         if mg <= 0:
             continue
         r = slice(row, row + mg)
-        h16 = np.zeros((mg, n), np.float16)
-        l16 = np.zeros((mg, n), np.float16)
+        h16 = l16 = None                     # k group 0 is written as is, the others added
         for q in range(g_num):
             kq = slice(q * gs, (q + 1) * gs)
             with np.errstate(over="ignore"):
                 hq = ((hi[r, kq] @ w[g, kq]).astype(np.float32) * s[g, q]).astype(np.float16)
                 lq = ((lo[r, kq] @ w[g, kq]).astype(np.float32) * s[g, q]).astype(np.float16)
-            h16 = _f16_add(h16, hq)
-            l16 = _f16_add(l16, lq)
+            h16 = hq if h16 is None else _f16_add(h16, hq)
+            l16 = lq if l16 is None else _f16_add(l16, lq)
         v = np.float32(16.0) * h16.astype(np.float32)
         v = l16.astype(np.float32) + v
         v = v + bias[g]

@@ -386,3 +386,19 @@ def test_separated_weights_refused():
                                bias=[BIAS], per_token_scale=[PT], group_list=GL[:2], group_list_type=1,
                                split_item=3, group_type=0, output_dtype="bfloat16")
     assert ei.value.status == 161002 and "single tensors" in str(ei.value)
+
+
+def test_first_k_group_is_a_plain_write():
+    """k group 0 reaches the fp16 workspace by a plain write, so a -0.0 partial stays -0.0 (an atomic add onto a +0
+    workspace would give +0.0). Per channel (one k group): x[0] = 31 (hi 1, lo 7), w[k = 0] = -1, other w 0, scale
+    2^-40: both partials (-2^-40, -7 * 2^-40) are -0.0 in fp16, so v = -0 + -0 + bias (-0.0) = -0.0 and y = 0x8000."""
+    x = np.zeros((1, 512), np.int8)
+    x[0, 0] = 31
+    w = np.zeros((1, 512, 128), np.int8)
+    w[0, 0] = -1
+    s = words(np.full((1, 1, 128), 2.0 ** -40, np.float32))
+    b = np.full((1, 128), -0.0, np.float32)
+    one, gl = np.ones(1, np.float32), np.array([1], np.int64)
+    y = gmm(x=x, w=w, scale=s, bias=b, pt=one, gl=gl, output_dtype="float16")
+    assert np.all(np.asarray(y).view(np.uint16) == 0x8000)
+    same_bits(y, grouped_matmul_a8w4_msd(x, w, s, b, one, gl, "float16"))
