@@ -182,6 +182,10 @@ def check(xs, ws, wv, nz, biases, scales, pts, offsets, aqs, aqo, gl, y_name, n_
         _err("npu-emu implements A8W4 for one x (M, K), one weight (E, K, N) and one y (group_type 0, split_item "
              "2 / 3): the A8W4 kernels address the weight and scale as single tensors (docs/ops/grouped_matmul.md "
              "§12.5)")
+    if act_type != 0:
+        _err(f"act_type {act_type} with A8W4 is not modelled: CANN's A8W4 branch does not check it, the MSD kernels "
+             f"apply no activation and the PERCHANNEL_ANTIQUANT template's A8W8 epilogue would (emulator-added; "
+             f"docs/ops/grouped_matmul.md §12.5)")
     proxy = checks.GmmArgs(
         x_dtype="int8", w_dtype="int8", y_dtype="int32", x_shape=_shape(x), w_shape=(e, k_w, n),
         gl_dtype=None if gl is None else resolve_dtype(gl.dtype), gl_shape=_shape(gl), split_item=split_item,

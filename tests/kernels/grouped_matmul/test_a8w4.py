@@ -261,6 +261,7 @@ def _raises(status, words, **kw):
      "perTokenScale shape is invalid"),
     # the shape / group list checks A8W8 shares (checks.py)
     (dict(split_item=0), 161002, "splitItem should be 2/3"),
+    (dict(act_type=1), 161002, "act_type 1 with A8W4 is not modelled"),
     (dict(x=X[:, :256]), 161002, "k dim value of x and weight is not matched"),
     (dict(gl=GL[:2]), 161002, "size of groupList(tensor) 2 should be equal to weight dim 0 3"),
     (dict(gl=GL.astype(np.int32)), 161002, "Only int64 is supported for groupList"),
