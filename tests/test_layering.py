@@ -25,7 +25,7 @@ LAYERS = (
     (r"npu_emu/frontend/cases\.py", 7, "op tools"),
     (r"npu_emu/frontend/", 4, "front-end plumbing"),
     (r"kernels/\w+/(op|api|checks|routing|operands|v3|v4|sparse4to2|trans_quant_param|switches|weight_nz|mx|"
-     r"antiquant|antiquant_msd|a4w4|\w*api\w*)\.py|"
+     r"antiquant|antiquant_msd|a4w4|a8w4|\w*api\w*)\.py|"
      r"kernels/\w+/__init__\.py|kernels/example/", 5, "op front end"),
     (r"npu_emu/ops\.py|npu_emu/aclnn\.py", 6, "public front ends"),
     # what is built on the public API: an op's CLI verbs, compile configurations, demo cases and bindings

@@ -33,7 +33,7 @@ from npu_emu.frontend.core import (
     to_user,
     write_out,
 )
-from npu_emu.kernels.grouped_matmul import a4w4, antiquant, api_forms as forms, checks, launch, mx, tiling as tiling_mod
+from npu_emu.kernels.grouped_matmul import a4w4, a8w4, antiquant, api_forms as forms, checks, launch, mx, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import accum
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul import weight_nz
@@ -292,6 +292,9 @@ def _build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_ty
     if a4w4.handles(xs, ws):                                 # A4W4: int4 x and weight (a4w4.py)
         return a4w4.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item, group_type=group_type,
                           group_list_type=group_list_type, kw=kw, weight_nd=_weight_nd)
+    if a8w4.handles(xs, ws):                                # int8 x, int4 weight on A2/A3 (a8w4.py)
+        return a8w4.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item, group_type=group_type,
+                          group_list_type=group_list_type, kw=kw, rebuild=_build, weight_nd=_weight_nd)
     if kw.get("antiquant") is not None and antiquant.handles(xs, ws):     # W8A16 / W4A16 (antiquant.py)
         return antiquant.build(xs, ws, biases, scales, pts, gl, y_name, n_y, split_item=split_item,
                                group_type=group_type, group_list_type=group_list_type, kw=kw, rebuild=_build,
@@ -436,10 +439,11 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
     group_type = as_int(group_type if group_type is not None else -1, "group_type")
     group_list_type = as_int(group_list_type if group_list_type is not None else 0, "group_list_type")
     act_type = as_int(act_type if act_type is not None else 0, "act_type")
-    tuning = 0
+    tuning = tuning_len = 0
     if tuning_config is not None:
         tc = list(tuning_config) if isinstance(tuning_config, (list, tuple)) else [tuning_config]
         tuning = as_int(tc[0], "tuning_config[0]") if tc else 0
+        tuning_len = len(tc)
     float_accum = choice(float_accum, "float_accum", accum.FLOAT_ACCUM)
     models = _models(exp_model, div_model)
     for v, nm in ((activation_input, "activation_input"), (activation_quant_scale, "activation_quant_scale"),
@@ -456,7 +460,8 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
               core_num=core_num, user_tiling=tiling, validate=validate, models=models,
               # op-plugin sends NZ weights to aclnnGroupedMatmulWeightNz (some checks name the entry)
               api=("aclnnGroupedMatmulWeightNz" if any(isinstance(w, NzWeight) for w in ws)
-                   else "aclnnGroupedMatmulV4"), transpose=trans[:2], raw_weight=trans[2])
+                   else "aclnnGroupedMatmulV4"), transpose=trans[:2], raw_weight=trans[2],
+              tuning_len=tuning_len, offset=_arrays(offset, "offset", origin))
     kw["antiquant"] = (_arrays(antiquant_scale, "antiquant_scale", origin),
                        _arrays(antiquant_offset, "antiquant_offset", origin), kw["has_offset"])
     n_y = forms.y_count(split_item, group_type, len(xs))
@@ -469,6 +474,8 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
     ys = [sub.run(np.zeros((sub.args.x_shape[0], sub.args.w_shape[2]), sdt), float_accum, validate) for sub in subs]
     out = [to_user(y, origin) for y in assemble(ys)]
     if trace:
+        if hasattr(subs[0], "make_trace"):
+            return out, subs[0].make_trace()
         tr = next((s for s in subs if s.tr is not None), None)
         return out, (None if tr is None else _make_trace(tr.tr, tr.mode, tr.args))
     return out
@@ -480,7 +487,8 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
 
 def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, group_list, act_in, act_qs, act_qo,
                split_item, group_type, group_list_type, act_type, tuning, out, soc, core_num, float_accum,
-               user_tiling=None, validate=True, exp_model="correctly_rounded", div_model="ieee"):
+               user_tiling=None, validate=True, exp_model="correctly_rounded", div_model="ieee",
+               tuning_len=0):
     def build():
         origin = Origin()
         models = _models(exp_model, div_model)
@@ -511,7 +519,8 @@ def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, grou
                                                                                             "groupListType"),
                   act_type=as_int(act_type, "actType"), tuning=tuning, origin=origin, soc=soc, core_num=core_num,
                   user_tiling=user_tiling, validate=validate, api=op, models=models, transpose=trans[:2],
-                  raw_weight=trans[2])
+                  raw_weight=trans[2],
+                  tuning_len=tuning_len, offset=_arrays(offset, "offsetOptional", origin))
         kw["antiquant"] = (_arrays(aq_scale, "antiquantScale", origin), _arrays(aq_offset, "antiquantOffset", origin),
                            kw["has_offset"])
         subs, assemble, shapes = _build(xs, ws, _arrays(bias, "bias", origin), _arrays(scale, "scale", origin),
@@ -539,7 +548,8 @@ def _workspace(op, x, weight, bias, scale, offset, aq_scale, aq_offset, pt, grou
             for o, r in zip(outs, results):
                 write_out(o, r)
 
-        ws_size = max([s.tr.workspace_size for s in subs if s.tr is not None] or [0])
+        ws_size = max([s.tr.workspace_size if s.tr is not None else getattr(s, "workspace_size", 0) for s in subs]
+                      or [0])
         return Executor(op, run, ws_size)
 
     return get_workspace(op, build)
@@ -556,6 +566,12 @@ def _tuning(t):
         return 0
     t = list(t) if isinstance(t, (list, tuple, np.ndarray)) else [t]
     return int(t[0]) if t else 0
+
+
+def _tuning_len(t):
+    if t is None:
+        return 0
+    return len(list(t)) if isinstance(t, (list, tuple, np.ndarray)) else 1
 
 
 def aclnnGroupedMatmulV4GetWorkspaceSize(x, weight, biasOptional, scaleOptional, offsetOptional,
@@ -590,7 +606,8 @@ def aclnnGroupedMatmulV5GetWorkspaceSize(x, weight, biasOptional, scaleOptional,
                       antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional, groupListOptional,
                       activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional, splitItem,
                       groupType, groupListType, actType, _tuning(tuningConfigOptional), out, soc, core_num,
-                      float_accum, tiling, validate, exp_model, div_model)
+                      float_accum, tiling, validate, exp_model, div_model,
+                      tuning_len=_tuning_len(tuningConfigOptional))
 
 
 def aclnnGroupedMatmulV5(workspace, workspace_size, executor, stream=None):
@@ -611,7 +628,8 @@ def aclnnGroupedMatmulWeightNzGetWorkspaceSize(x, weight, biasOptional, scaleOpt
                       antiquantScaleOptional, antiquantOffsetOptional, perTokenScaleOptional, groupListOptional,
                       activationInputOptional, activationQuantScaleOptional, activationQuantOffsetOptional, splitItem,
                       groupType, groupListType, actType, _tuning(tuningConfigOptional), out, soc, core_num,
-                      float_accum, tiling, validate, exp_model, div_model)
+                      float_accum, tiling, validate, exp_model, div_model,
+                      tuning_len=_tuning_len(tuningConfigOptional))
 
 
 def aclnnGroupedMatmulWeightNz(workspace, workspace_size, executor, stream=None):

@@ -139,3 +139,23 @@ def _gmm_a4w4():
     gl = np.array([5, 12], np.int64)
     return lambda: npu_grouped_matmul([x], [w], scale=[s], per_token_scale=[pt], group_list=gl, split_item=3,
                                       group_type=0, output_dtype="bfloat16")
+
+
+@config("grouped_matmul.a8w4_msd_bf16", "A8W4 (A2/A3): int8 x, int4 weight with uint64 per-group scale words, float32 "
+                                        "bias and per-token scale -> bfloat16 (the MSD_API_DEQUANT template)")
+def _gmm_a8w4():
+    import ml_dtypes
+
+    from npu_emu.ops import npu_grouped_matmul
+
+    rng = _rng(848)
+    e, m, k, n = 2, 12, 128, 32
+    x = rng.integers(-128, 128, (m, k), dtype=np.int16).astype(np.int8)
+    w = rng.integers(-8, 8, (e, k, n)).astype(ml_dtypes.int4)
+    s = np.zeros((e, 2, n), np.uint64)
+    s[:] = rng.uniform(1e-3, 2e-2, (e, 2, n)).astype(np.float32).view(np.uint32)
+    b = rng.uniform(-1, 1, (e, n)).astype(np.float32)
+    pt = rng.uniform(0.01, 0.1, m).astype(np.float32)
+    gl = np.array([5, 7], np.int64)
+    return lambda: npu_grouped_matmul([x], [w], scale=[s], bias=[b], per_token_scale=[pt], group_list=gl,
+                                      group_list_type=1, split_item=3, group_type=0, output_dtype="bfloat16")
