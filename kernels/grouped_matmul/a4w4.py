@@ -22,7 +22,7 @@ import numpy as np
 from npu_emu.device import memo
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import check_memory, resolve_dtype
-from npu_emu.kernels.grouped_matmul import checks, launch, mx, tiling as tiling_mod
+from npu_emu.kernels.grouped_matmul import api_forms as forms, checks, launch, mx, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import operands
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul.api import NzWeight
@@ -35,10 +35,7 @@ def _err(msg):
     raise AclnnError(ACLNN_ERR_PARAM_INVALID, msg)
 
 
-def _name(a):
-    if isinstance(a, NzWeight):
-        return resolve_dtype(a.dtype, "dtype") if a.dtype is not None else resolve_dtype(np.asarray(a.storage).dtype)
-    return resolve_dtype(a.dtype)
+_name = forms.dtype_name
 
 
 def handles(xs, ws):

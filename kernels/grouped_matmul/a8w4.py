@@ -66,10 +66,7 @@ def _err(msg, status=ACLNN_ERR_PARAM_INVALID):
     raise AclnnError(status, msg)
 
 
-def _name(a):
-    if isinstance(a, NzWeight):
-        return resolve_dtype(a.dtype, "dtype") if a.dtype is not None else resolve_dtype(np.asarray(a.storage).dtype)
-    return resolve_dtype(a.dtype)
+_name = forms.dtype_name
 
 
 def handles(xs, ws):

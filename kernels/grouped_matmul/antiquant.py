@@ -18,8 +18,8 @@ import numpy as np
 
 from npu_emu.device.specialize import load
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
-from npu_emu.frontend.core import check_memory, resolve_dtype
-from npu_emu.kernels.grouped_matmul import checks
+from npu_emu.frontend.core import check_memory
+from npu_emu.kernels.grouped_matmul import api_forms as forms, checks
 from npu_emu.kernels.quant_matmul.api import NzWeight
 
 X_TYPES = ("bfloat16", "float16")
@@ -30,10 +30,7 @@ def _err(msg):
     raise AclnnError(ACLNN_ERR_PARAM_INVALID, msg)
 
 
-def _name(a):
-    if isinstance(a, NzWeight):
-        return resolve_dtype(a.dtype, "dtype") if a.dtype is not None else resolve_dtype(np.asarray(a.storage).dtype)
-    return resolve_dtype(a.dtype)
+_name = forms.dtype_name
 
 
 def handles(xs, ws):

@@ -114,21 +114,15 @@ def _dt(a):
     return None if a is None else _name(a)
 
 
-def _relabel(a, dtype, what, int32_is_int4=False):
-    """x_dtype / weight_dtype: the array's bytes read as that dtype. int32 words labelled int4 (and, op-plugin's rule,
-    any int32 weight: torch_npu's packed int4, ``npu_convert_weight_to_int4pack``) hold 8 int4 values each along
-    the last dim, the first in the low nibble: they become one ml_dtypes.int4 value an element (N x 8)."""
+def _relabel(a, dtype, what):
+    """x_dtype / weight_dtype: the array's bytes read as that dtype. int32 words stay int32 (labelled int4 or not:
+    the aclnn entries unpack an INT32 x / weight to 8 int4 values a word, api_forms.unpack_int32_int4)."""
     if a is None or isinstance(a, NzWeight):
         return a
     name = None if dtype is None else resolve_dtype(dtype, what)
-    if a.dtype == np.int32 and (name == "int4" or (name is None and int32_is_int4)):
-        import ml_dtypes
-
-        from npu_emu.kernels.quant_matmul.operands import nibbles
-
-        codes = nibbles(a).astype(np.int8)
-        return ((codes ^ np.int8(8)) - np.int8(8)).astype(ml_dtypes.int4)
-    return a if name is None else a.view(storage_dtype(name))
+    if name is None or (name == "int4" and a.dtype == np.int32):
+        return a
+    return a.view(storage_dtype(name))
 
 
 def _transposes(x, weight, group_type):
@@ -283,6 +277,7 @@ def _build(xs, ws, biases, scales, pts, gl, y_name, n_y, *, split_item, group_ty
     """The form of the call (api_forms.py) -> (subs, assemble, out_shapes): ``assemble(ys)`` gives the outputs from
     the subs' ys, ``out_shapes`` the shape of every output."""
     forms.not_null(xs, ws)
+    xs, ws = forms.unpack_int32_int4(xs), forms.unpack_int32_int4(ws)      # UnpackInt32ToInt4 of the entries
     checks.check_act_type(kw["act_type"])                   # CheckCommonParam, before every mode's checks
     if kw.get("transpose") is not None:             # the callers' view strides (CheckTransposeStatus), checked once
         tx, tw = kw["transpose"]
@@ -430,7 +425,7 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
     if x_dtype is not None and xs:
         xs = [_relabel(a, x_dtype, "x_dtype") for a in xs]
     if ws:
-        ws = [_relabel(a, weight_dtype, "weight_dtype", int32_is_int4=True) for a in ws]
+        ws = [_relabel(a, weight_dtype, "weight_dtype") for a in ws]
     gl = None if group_list is None else as_array(group_list, "group_list", origin=origin)
     scale = mx.relabel(_arrays(scale, "scale", origin), scale_dtype, "scale_dtype")
     per_token_scale = mx.relabel(_arrays(per_token_scale, "per_token_scale", origin), per_token_scale_dtype,

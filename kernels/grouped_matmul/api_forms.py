@@ -19,7 +19,7 @@ may run here as one launch per group (nosplit, splitk): the same bits.
 import numpy as np
 
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
-from npu_emu.frontend.core import is_torch_tensor
+from npu_emu.frontend.core import is_torch_tensor, resolve_dtype
 from npu_emu.kernels.quant_matmul import operands
 from npu_emu.kernels.quant_matmul.weight_nz import NzWeight
 
@@ -29,6 +29,15 @@ MAX_INNER_AXIS = 65535
 
 def _err(msg, status=ACLNN_ERR_PARAM_INVALID):
     raise AclnnError(status, msg)
+
+
+def dtype_name(a):
+    """npu-emu's dtype name of an operand (an NzWeight by its ``dtype`` label or its storage), None for None."""
+    if a is None:
+        return None
+    if isinstance(a, NzWeight):
+        return resolve_dtype(a.dtype, "dtype") if a.dtype is not None else resolve_dtype(np.asarray(a.storage).dtype)
+    return resolve_dtype(a.dtype)
 
 
 def not_null(xs, ws, y_given=True):
@@ -218,3 +227,22 @@ def check_transposes(ws, transpose_x, transpose_w, group_type, api, single_weigh
     for w in ws:
         if transposed_last_two(w) != transpose_w:
             _err("The transpose state must be the same for each tensor in weight.")
+
+
+def unpack_int32_int4(lst):
+    """aclnn_grouped_matmul.cpp's UnpackInt32ToInt4 (every V4 / V5 / WeightNz entry): when the list's first tensor is
+    INT32, every tensor of it is INT4 with 8 values a word along the last dim, the first in the low nibble (torch_npu's
+    storage, ``npu_convert_weight_to_int4pack``). Returns the list with those as ml_dtypes.int4 arrays (one value an
+    element); NzWeights are left to their own reader."""
+    if not lst or isinstance(lst[0], NzWeight) or dtype_name(lst[0]) != "int32":
+        return lst
+    import ml_dtypes
+
+    out = []
+    for a in lst:
+        if isinstance(a, NzWeight) or dtype_name(a) != "int32":
+            out.append(a)
+            continue
+        codes = operands.nibbles(a).astype(np.int8)
+        out.append(((codes ^ np.int8(8)) - np.int8(8)).astype(ml_dtypes.int4))
+    return out

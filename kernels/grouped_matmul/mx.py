@@ -50,12 +50,7 @@ def is_arch35(soc):
     return platforms.get(soc).npu_arch == 3510
 
 
-def _name(a):
-    if a is None:
-        return None
-    if isinstance(a, NzWeight):
-        return resolve_dtype(a.dtype, "dtype") if a.dtype is not None else resolve_dtype(np.asarray(a.storage).dtype)
-    return resolve_dtype(a.dtype)
+_name = forms.dtype_name
 
 
 def handles(xs, ws, soc):

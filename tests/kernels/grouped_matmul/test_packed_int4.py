@@ -49,3 +49,18 @@ def test_torch_int32_packed_weight():
     want = golden.grouped_matmul_float(x, golden_modes.antiquant_weight(W4.astype(ml_dtypes.int4), s, o, "float16"),
                                        GL)
     assert np.array_equal(y.numpy().view(np.uint16), want.view(np.uint16))
+
+
+def test_aclnn_v4_unpacks_an_int32_weight_list():
+    """UnpackInt32ToInt4 runs in the aclnn entries themselves: an INT32 weight list through aclnnGroupedMatmulV4 is
+    int4 too (W4A16 here)."""
+    x = RNG.standard_normal((M, K)).astype(np.float16)
+    s = RNG.uniform(0.01, 0.05, (E, N)).astype(np.float16)
+    o = RNG.uniform(-2, 2, (E, N)).astype(np.float16)
+    out = np.zeros((M, N), np.float16)
+    st, ws, ex = api.aclnnGroupedMatmulV4GetWorkspaceSize(
+        [x], [pack(W4)], None, None, None, [s], [o], None, GL, None, None, None, 3, 0, 0, 0, [out])
+    assert st == 0 and api.aclnnGroupedMatmulV4(None, ws, ex) == 0
+    want = golden.grouped_matmul_float(x, golden_modes.antiquant_weight(W4.astype(ml_dtypes.int4), s, o, "float16"),
+                                       GL)
+    assert np.array_equal(out.view(np.uint16), want.view(np.uint16))
