@@ -7,6 +7,7 @@ import dask.array as da
 import numpy as np
 
 from npu_emu.frontend.core import resolve_dtype, storage_dtype
+from npu_emu.kernels.grouped_matmul import antiquant as aq
 
 from npu_emu.dask.chunking import _as_dask, _bad, _block_info, _call, _chunk_kwargs, _fix_axis, _shared, _where
 
@@ -20,6 +21,21 @@ def _one(v, name):
                        f"of {len(v)}")
         v = v[0]
     return v
+
+
+def _rows_decide_kernel(x_name, weight):
+    """Why the rows of x must stay in one chunk, or None: where the host tiling picks the kernel from M (and the
+    kernel's values then depend on the group sizes), a chunk of rows can run another kernel than the whole call."""
+    w = getattr(weight, "dtype", None) if not hasattr(weight, "storage") else (weight.dtype or weight.storage.dtype)
+    w_name = resolve_dtype(w) if w is not None else None
+    if x_name == "int8" and w_name in ("int4", "int32"):
+        return "A8W4: the template follows M / E, and the MSD templates' row walk the group sizes"
+    if x_name in ("bfloat16", "float16") and w_name == "int8" and len(weight.shape) == 3:
+        _, k, n = (int(d) for d in weight.shape)
+        if (k % aq.A16W8_MSD_KN_BASE_BLOCK == 0 and n % aq.A16W8_MSD_KN_BASE_BLOCK == 0 and k <= aq.A16W8_MSD_MAX_K
+                and n >= aq.A16W8_MSD_MIN_N):
+            return "W8A16: the A16W8-MSD kernel is picked by M <= 64 x E and its row sums follow the group sizes"
+    return None
 
 
 def grouped_matmul(x, weight, *, group_list, group_list_type=0, per_token_scale=None, rechunk=True, **kwargs):
@@ -52,6 +68,9 @@ def grouped_matmul(x, weight, *, group_list, group_list_type=0, per_token_scale=
     if kwargs.get("float_accum") == "numpy":
         x = _fix_axis(x, 0, lambda s: len(s) == 1, lambda s: [sum(s)], rechunk,
                       "npu_emu.dask.grouped_matmul (float_accum='numpy': BLAS blocking may depend on M)")
+    why = _rows_decide_kernel(resolve_dtype(x.dtype), weight)
+    if why:
+        x = _fix_axis(x, 0, lambda s: len(s) == 1, lambda s: [sum(s)], rechunk, f"npu_emu.dask.grouped_matmul ({why})")
     n = int(weight.shape[-1]) if not hasattr(weight, "from_nd") else int(weight.shape[-1])
     x_name = resolve_dtype(x.dtype)
     out_name = x_name if kwargs.get("output_dtype") is None else resolve_dtype(kwargs["output_dtype"], "output_dtype")

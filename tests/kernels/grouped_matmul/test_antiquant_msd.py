@@ -164,3 +164,18 @@ def test_aclnn_v4_keeps_rows_after_the_groups():
     g = golden_msd.grouped_matmul_msd(x, w, s, o, gl)
     same_bits(out[:7], g[:7])
     assert np.all(out[7:] == 5.0)
+
+
+def test_dask_keeps_msd_shaped_rows_in_one_chunk():
+    """Chunks of a W8A16 call with MSD-eligible K / N could each fall into the A16W8-MSD kernel with other group sizes
+    (other row sums): npu_emu.dask keeps x's rows in one chunk, so the result is the whole call's bits."""
+    da = pytest.importorskip("dask.array")
+    import npu_emu.dask as nd
+
+    x, w, s, o = _case(BF16, 2, 40, 128, 1024)
+    gl = np.array([15, 40], np.int64)
+    with pytest.warns(Warning, match="A16W8-MSD"):
+        got = nd.grouped_matmul(da.from_array(x, chunks=(8, 128)), [w], group_list=gl, antiquant_scale=[s],
+                                antiquant_offset=[o])
+    assert len(got.chunks[0]) == 1
+    same_bits(got.compute(scheduler="sync"), gmm(x, w, s, o, gl))
