@@ -20,7 +20,7 @@ from npu_emu.device import platforms
 from npu_emu.device.specialize import load
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import check_memory, resolve_dtype
-from npu_emu.kernels.grouped_matmul import checks, launch
+from npu_emu.kernels.grouped_matmul import checks, launch, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import accum
 
 A16W8_MSD_STEP = 2                       # two int8 parts of x
@@ -43,10 +43,7 @@ def msd_tiling(m, k, n, soc="ascend910b2", core_num=None):
     aic = int(core_num) if core_num is not None else plat.GetCoreNumAic()
     if aic < 1:
         raise AclnnError(ACLNN_ERR_PARAM_INVALID, f"core_num={aic}: need at least one cube core")
-    l0a = plat.l0a_bytes if plat.is_known("l0a_bytes") else 64 * 1024
-    l0b = plat.l0b_bytes if plat.is_known("l0b_bytes") else 64 * 1024
-    l0c = plat.l0c_bytes if plat.is_known("l0c_bytes") else 128 * 1024
-    ub = plat.ub_size if plat.is_known("ub_size") else 196352
+    l0a, l0b, l0c, ub, _ = tiling_mod.buffer_sizes(plat)
     base_n = BEST_BASEN_MSD if n >= 2048 else BEST_BASEN          # (no transposed weight reaches this kernel here)
     base_k = (l0b // 2 // base_n) & ~15                            # int8 cube: 1 byte an element
     base_m = min(l0a // 2 // base_k, l0c // (base_n * 4))

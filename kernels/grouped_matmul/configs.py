@@ -73,35 +73,28 @@ config("grouped_matmul.mxfp4_bf16", "MXFP4 e2m1 with E8M0 scales per 32 and a fl
     _gmm_mx("float4_e2m1fn", 951, True))
 
 
-@config("grouped_matmul.w8a16_bf16", "antiquant W8A16: bfloat16 x, int8 weight, per-channel antiquant scale / offset")
-def _gmm_w8a16():
-    from npu_emu.ops import npu_grouped_matmul
+def _gmm_w8a16(seed, k, n):
+    def build():
+        from npu_emu.ops import npu_grouped_matmul
 
-    rng = _rng(816)
-    e, m, k, n = 2, 12, 64, 32
-    x = _bf16(rng.standard_normal((m, k)))
-    w = rng.integers(-128, 128, (e, k, n), dtype=np.int16).astype(np.int8)
-    s = _bf16(rng.uniform(0.001, 0.05, (e, n)))
-    o = _bf16(rng.uniform(-3, 3, (e, n)))
-    gl = np.array([5, 12], np.int64)
-    return lambda: npu_grouped_matmul([x], [w], antiquant_scale=[s], antiquant_offset=[o], group_list=gl,
-                                      split_item=3, group_type=0)
+        rng = _rng(seed)
+        e, m = 2, 12
+        x = _bf16(rng.standard_normal((m, k)))
+        w = rng.integers(-128, 128, (e, k, n), dtype=np.int16).astype(np.int8)
+        s = _bf16(rng.uniform(0.001, 0.05, (e, n)))
+        o = _bf16(rng.uniform(-3, 3, (e, n)))
+        gl = np.array([5, 12], np.int64)
+        return lambda: npu_grouped_matmul([x], [w], antiquant_scale=[s], antiquant_offset=[o], group_list=gl,
+                                          split_item=3, group_type=0)
+
+    return build
 
 
-@config("grouped_matmul.w8a16_msd_bf16", "antiquant W8A16 decode shape (the A16W8-MSD kernel): bfloat16 x, int8 "
-                                          "weight (K 128, N 1024), per-channel antiquant scale / offset")
-def _gmm_w8a16_msd():
-    from npu_emu.ops import npu_grouped_matmul
-
-    rng = _rng(817)
-    e, m, k, n = 2, 12, 128, 1024
-    x = _bf16(rng.standard_normal((m, k)))
-    w = rng.integers(-128, 128, (e, k, n), dtype=np.int16).astype(np.int8)
-    s = _bf16(rng.uniform(0.001, 0.05, (e, n)))
-    o = _bf16(rng.uniform(-3, 3, (e, n)))
-    gl = np.array([5, 12], np.int64)
-    return lambda: npu_grouped_matmul([x], [w], antiquant_scale=[s], antiquant_offset=[o], group_list=gl,
-                                      split_item=3, group_type=0)
+config("grouped_matmul.w8a16_bf16", "antiquant W8A16: bfloat16 x, int8 weight, per-channel antiquant scale / "
+                                    "offset")(_gmm_w8a16(816, 64, 32))
+config("grouped_matmul.w8a16_msd_bf16", "antiquant W8A16 decode shape (the A16W8-MSD kernel): bfloat16 x, int8 "
+                                        "weight (K 128, N 1024), per-channel antiquant scale / offset")(
+    _gmm_w8a16(817, 128, 1024))
 
 
 @config("grouped_matmul.w4a8_mx_bf16", "W4A8-MX: float8_e4m3fn x, transposed NZ float4_e2m1 weight, E8M0 antiquant "

@@ -151,11 +151,7 @@ def grouped_matmul_tiling(s, *, soc="ascend910b2", core_num=None):
         notes.append(f"core_num={aic} cube cores (override)")
     if aic < 1:
         raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR, f"core_num={aic}: need at least one cube core")
-    l0a = plat.l0a_bytes if plat.is_known("l0a_bytes") else 64 * 1024
-    l0b = plat.l0b_bytes if plat.is_known("l0b_bytes") else 64 * 1024
-    l0c = plat.l0c_bytes if plat.is_known("l0c_bytes") else 128 * 1024
-    ub = plat.ub_size if plat.is_known("ub_size") else 196352
-    l1 = plat.l1_bytes if plat.is_known("l1_bytes") else 512 * 1024
+    l0a, l0b, l0c, ub, l1 = buffer_sizes(plat)
     msize = _SIZE[s.x_dtype]
     is_a8w8 = s.x_dtype == "int8" and s.w_dtype == "int8"
     max_m, max_k, max_n = s.m, s.k, s.n
@@ -234,6 +230,13 @@ def grouped_matmul_tiling(s, *, soc="ascend910b2", core_num=None):
                        dbL0C=1)
     td = GMMTilingData(gmmBaseParams=base, gmmArray=arr, mmTilingData=cube)
     return TilingResult(td, used, 0, workspace, ub, aic, plat.name, tuple(notes))
+
+
+def buffer_sizes(plat):
+    """(L0A, L0B, L0C, UB, L1) bytes of a platform, the 910B2's where the platform table does not know them."""
+    known = lambda name, default: getattr(plat, name) if plat.is_known(name) else default
+    return (known("l0a_bytes", 64 * 1024), known("l0b_bytes", 64 * 1024), known("l0c_bytes", 128 * 1024),
+            known("ub_size", 196352), known("l1_bytes", 512 * 1024))
 
 
 def walk_params(tr):
