@@ -1,6 +1,7 @@
 """Fuzz the GroupedMatmul antiquant and MX modes (docs/ops/grouped_matmul.md §10, §11) through npu_grouped_matmul.
 
-Valid calls: W8A16 per channel and W4A16 per group (bf16 / fp16 x, with or without bias) on the A2/A3; MXFP8 split M
+Valid calls: W8A16 per channel and W4A16 per group (bf16 / fp16 x, with or without bias) and A4W4 (int4 x and
+weight, uint64 words per channel or per K group, per-token scale) on the A2/A3; MXFP8 split M
 (E4M3 / E5M2, three outputs), MXFP8 split K and MXFP4 (with or without bias) on the 950; empty groups, groups that
 end before x does, read-only inputs, core_num overrides; small shapes (the goldens sum exactly with fractions).
 Mutations: missing antiquant offset, wrong antiquant dtype, MX bias on MXFP8, missing per-token scale, a scale of
@@ -14,10 +15,11 @@ from hypothesis import strategies as st
 
 import npu_emu.ops as ops
 import npu_reliability as H
-from npu_emu.kernels.grouped_matmul import golden, golden_modes
+from npu_emu.kernels.grouped_matmul import golden, golden_a4w4, golden_modes
+from npu_emu.kernels.quant_matmul.trans_quant_param import trans_quant_param
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-MODES = ["w8a16_bf16", "w8a16_fp16", "w4a16_bf16", "mxfp8_m", "mxfp8_k", "mxfp4"]
+MODES = ["w8a16_bf16", "w8a16_fp16", "w4a16_bf16", "mxfp8_m", "mxfp8_k", "mxfp4", "a4w4"]
 MUTATIONS = ["none"] * 10 + ["aq_offset_none", "aq_dtype", "mx_bias", "pt_none", "scale_k", "gl_decreasing",
                              "aq_split_k", "mx_on_910b"]
 A5 = "ascend950pr"
@@ -29,7 +31,7 @@ def _case(data):
     e = data.draw(st.sampled_from([1, 2, 3]), "e")
     m = data.draw(st.sampled_from([0, 1, 5, 13]), "m")
     k = data.draw(st.sampled_from([32, 64, 96] if mode.startswith("mx") else [16, 32]), "k")
-    n = data.draw(st.sampled_from([2, 8]), "n")
+    n = data.draw(st.sampled_from([8, 16] if mode == "a4w4" else [2, 8]), "n")      # A4W4: N a multiple of 8
     kw = dict(split_item=3, group_type=0, core_num=data.draw(st.sampled_from([None, 1, 3]), "core_num"))
     if mode == "mxfp8_k":
         sizes = rng.multinomial(k, np.ones(e) / e).astype(np.int64)
@@ -41,6 +43,16 @@ def _case(data):
             cuts[-1] = m
         glt = data.draw(st.sampled_from([0, 1]), "group_list_type")
         kw.update(group_list_type=glt, group_list=(cuts if glt == 0 else np.diff(cuts, prepend=0)).astype(np.int64))
+    if mode == "a4w4":                            # int4 x and weight, uint64 words per channel / K group, per token
+        x = rng.integers(-8, 8, (m, k)).astype(ml_dtypes.int4)
+        w = rng.integers(-8, 8, (e, k, n)).astype(ml_dtypes.int4)
+        g = data.draw(st.sampled_from([1, 2]), "k groups")
+        sc = rng.uniform(1e-3, 1e-1, (e, g, n)).astype(np.float32)
+        words = trans_quant_param(sc.reshape(-1)).reshape(e, g, n)
+        kw.update(scale=[words[:, 0] if g == 1 and data.draw(st.booleans(), "2-D scale") else words],
+                  per_token_scale=[rng.uniform(0.5, 2, m).astype(np.float32)],
+                  output_dtype=data.draw(st.sampled_from(["bfloat16", "float16"]), "out"))
+        return mode, x, w, kw
     if mode.startswith("w"):
         xt = BF16 if mode.endswith("bf16") else np.dtype(np.float16)
         x = rng.standard_normal((m, k)).astype(xt)
@@ -76,6 +88,9 @@ def _case(data):
 
 def _golden(mode, x, w, kw):
     one = lambda name: None if kw.get(name) is None else np.asarray(kw[name][0])
+    if mode == "a4w4":
+        return golden_a4w4.grouped_matmul_a4w4(x, w, one("scale"), one("per_token_scale"), kw["group_list"],
+                                               group_list_type=kw["group_list_type"], out_dtype=kw["output_dtype"])
     if mode.startswith("w"):
         name = "bfloat16" if x.dtype == BF16 else "float16"
         wq = golden_modes.antiquant_weight(w, one("antiquant_scale"), one("antiquant_offset"), name)
@@ -99,13 +114,16 @@ def _fuzz_gmm_modes(data):
     elif mutation == "aq_dtype" and aq:
         kw["antiquant_scale"] = [np.asarray(kw["antiquant_scale"][0]).astype(np.float32)]
         want_error, codes = True, {161002}
+    elif mutation == "aq_dtype" and mode == "a4w4":                     # a float32 scale: A4W4 wants uint64 words
+        kw["scale"] = [np.asarray(kw["scale"][0]).astype(np.float32)]
+        want_error, codes = True, {161002}
     elif mutation == "mx_bias" and mode.startswith("mxfp8"):
         kw["bias"] = [np.zeros((w.shape[0] if w.ndim == 3 else len(gl), w.shape[-1]), np.float32)]
         want_error, codes = True, {161002}
     elif mutation == "pt_none" and not aq:
         kw["per_token_scale"] = None
         want_error, codes = True, {161002}
-    elif mutation == "scale_k" and not aq:
+    elif mutation == "scale_k" and mode.startswith("mx"):
         s = np.asarray(kw["scale"][0])
         kw["scale"] = [np.concatenate([s, s[..., :1, :, :] if s.ndim == 4 else s[:1]], axis=-3)]
         want_error, codes = True, {161002}
@@ -121,7 +139,7 @@ def _fuzz_gmm_modes(data):
         kw["antiquant_scale"] = [np.asarray(kw["antiquant_scale"][0])[0]]
         kw["antiquant_offset"] = [np.asarray(kw["antiquant_offset"][0])[0]]
         want_error, codes = True, {161002}
-    elif mutation == "mx_on_910b" and not aq:
+    elif mutation == "mx_on_910b" and mode.startswith("mx"):
         kw["soc"] = "ascend910b2"
         want_error, codes = True, {161002}
     args = ([H.readonly(x)], [H.readonly(w)])
