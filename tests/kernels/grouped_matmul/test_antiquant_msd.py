@@ -108,10 +108,11 @@ def test_picks_msd_boundary():
     assert not antiquant.picks_msd([x], [w], 1, 0, "int8")
     same_bits(gmm(x[:-1], w, s, o, gl), golden_msd.grouped_matmul_msd(x[:-1], w, s, o, gl))
     gl2 = np.array([60, 64 * e + 1], np.int64)
-    wq = golden_modes.antiquant_weight(w, s, o, "bfloat16")
-    same_bits(gmm(x, w, s, o, gl2), golden.grouped_matmul_float(x, wq, gl2))
+    # the cast kernel's golden sums exactly with fractions: its first 16 columns (each column is its own sum) suffice
+    wq = golden_modes.antiquant_weight(w, s, o, "bfloat16")[..., :16]
+    same_bits(np.asarray(gmm(x, w, s, o, gl2))[:, :16], golden.grouped_matmul_float(x, wq, gl2))
     # and the two kernels do give other bits on the same rows
-    y_msd = np.asarray(gmm(x[:-1], w, s, o, gl))
+    y_msd = np.asarray(gmm(x[:-1], w, s, o, gl))[:, :16]
     y_cast = np.asarray(golden.grouped_matmul_float(x[:-1], wq, gl))
     assert not np.array_equal(y_msd.view(np.uint16), y_cast.view(np.uint16))
 
