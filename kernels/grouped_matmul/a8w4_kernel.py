@@ -50,7 +50,8 @@ def _plane_impl(ws, r, c):
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def msd_dequant_kernel(core_num, counts, n, single_m, single_n, ws, bias, offset, rowsum, pt, out_bf16, y):
     """counts (E,) int64 rows per group (the kernel reads the group list as counts); ws (2·rows, N) the hi / lo
-    planes: uint16 fp16 bits (MSD_API_DEQUANT's workspace) or float32 (MSD_VECTOR_DEQUANT's UB sums); bias (E, N) float32; offset (E, N) float32 or (0, 0) (no offset); rowsum (M,) float32
+    planes: uint16 fp16 bits (MSD_API_DEQUANT's workspace) or float32 (MSD_VECTOR_DEQUANT's UB sums); bias (E, N)
+    float32; offset (E, N) float32 or (0, 0) (no offset); rowsum (M,) float32
     (Σ_k x, with an offset); pt (M,) float32; y (M, N) uint16 bits of bfloat16 (``out_bf16``) or float16."""
     has_offset = offset.shape[0] > 0
     e = counts.shape[0]

@@ -33,7 +33,8 @@ from npu_emu.frontend.core import (
     to_user,
     write_out,
 )
-from npu_emu.kernels.grouped_matmul import a4w4, a8w4, antiquant, api_forms as forms, checks, launch, mx, tiling as tiling_mod
+from npu_emu.kernels.grouped_matmul import a4w4, a8w4, antiquant, api_forms as forms, checks, launch, mx
+from npu_emu.kernels.grouped_matmul import tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import accum
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul import weight_nz

@@ -59,7 +59,8 @@ def _add_run(p):
     p.add_argument("--soc", default="ascend910b2")
     p.add_argument("--float-accum", default="exact", choices=("exact", "kchunk", "sequential", "numpy"))
     p.add_argument("--act-type", type=int, default=0,
-                   help="activation of the A8W8 -> bf16 / fp16 epilogue: 1 RELU, 2 GELU_TANH, 4 FASTGELU, 5 SILU (§13)")
+                   help="activation of the A8W8 -> bf16 / fp16 epilogue: 1 RELU, 2 GELU_TANH, 4 FASTGELU, "
+                        "5 SILU (§13)")
     p.add_argument("--exp-model", default="correctly_rounded", choices=("correctly_rounded", "exp2"))
     p.add_argument("--div-model", default="ieee", choices=("ieee", "reciprocal"))
     p.add_argument("--trace", action="store_true", help="print the tiling and the quant mode")
