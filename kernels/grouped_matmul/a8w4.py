@@ -33,6 +33,7 @@ from npu_emu.errors import (
     AclnnError,
 )
 from npu_emu.frontend.core import Trace, as_array, check_memory, resolve_dtype
+from npu_emu.device.launch import serial_below
 from npu_emu.kernels.grouped_matmul import a8w4_kernel, api_forms as forms, checks, launch
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul import v4, v4_kernel
@@ -349,16 +350,18 @@ class A8W4Sub:
             wsg = ws[2 * r0:2 * (r0 + mg)]
             s2g = np.ascontiguousarray(s2[g], np.float32)
             for j0, parts in v4.group_batches(hl[2 * r0:2 * (r0 + mg)], self.wv[g].astype(np.float32), gs):
-                v4_kernel.msd_fused_kernel(parts, j0, s2g, wsg, cfg)
+                with serial_below(parts.nbytes + 2 * wsg.nbytes):    # small steps: no pool waking between GEMMs
+                    v4_kernel.msd_fused_kernel(parts, j0, s2g, wsg, cfg)
         if self.plan.with_offset:
             rowsum = self.x.astype(np.int64).sum(axis=1).astype(np.float32)   # |Σ| < 2^24: exact in any order
             off = _f32(self.offset).reshape(e, n)
         else:
             rowsum = np.zeros(0, np.float32)
             off = np.zeros((0, 0), np.float32)
-        a8w4_kernel.msd_dequant_kernel(self.plan.core_num, self.counts, n, self.plan.single_m, self.plan.single_n,
-                                       ws, _f32(self.bias), off, rowsum, _f32(self.pt).reshape(-1),
-                                       int(self.args.y_dtype == "bfloat16"), out)
+        with serial_below(ws.nbytes + out.nbytes):
+            a8w4_kernel.msd_dequant_kernel(self.plan.core_num, self.counts, n, self.plan.single_m,
+                                           self.plan.single_n, ws, _f32(self.bias), off, rowsum,
+                                           _f32(self.pt).reshape(-1), int(self.args.y_dtype == "bfloat16"), out)
         y[:rows] = out[:rows].view(y.dtype)
         return y
 
@@ -375,10 +378,13 @@ class A8W4Sub:
             accg = acc[2 * r0:2 * (r0 + mg)]
             for j0, parts in v4.group_batches(hl[2 * r0:2 * (r0 + mg)], self.wv[g].astype(np.float32),
                                               VECTOR_DEQUANT_GROUP):
-                a8w4_kernel.vector_dequant_step(parts, j0, s[g], accg)
-        a8w4_kernel.msd_dequant_kernel(self.plan.core_num, self.counts, n, self.plan.single_m, self.plan.single_n,
-                                       acc, _f32(self.bias), np.zeros((0, 0), np.float32), np.zeros(0, np.float32),
-                                       _f32(self.pt).reshape(-1), int(self.args.y_dtype == "bfloat16"), out)
+                with serial_below(parts.nbytes + 2 * accg.nbytes):
+                    a8w4_kernel.vector_dequant_step(parts, j0, s[g], accg)
+        with serial_below(acc.nbytes + out.nbytes):
+            a8w4_kernel.msd_dequant_kernel(self.plan.core_num, self.counts, n, self.plan.single_m,
+                                           self.plan.single_n, acc, _f32(self.bias), np.zeros((0, 0), np.float32),
+                                           np.zeros(0, np.float32), _f32(self.pt).reshape(-1),
+                                           int(self.args.y_dtype == "bfloat16"), out)
 
     def make_trace(self):
         p = self.plan
