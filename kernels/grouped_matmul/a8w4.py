@@ -242,13 +242,7 @@ def check(xs, ws, wv, nz, biases, scales, pts, offsets, aqs, aqo, gl, y_name, n_
     if resolve_dtype(bias.dtype) != "float32" or _shape(bias) != (e, n):
         _err(f"bias must be float32 (E, N) = ({e}, {n}) for A8W4, got {resolve_dtype(bias.dtype)} {_shape(bias)} "
              f"(emulator-added)")
-    if pt is None:
-        _err("per_token_scale must not be nullptr for A8W4: the MSD kernel multiplies every row by it "
-             "(emulator-added: the device reads it unconditionally)")
-    if resolve_dtype(pt.dtype) != "float32" or pt.size != m or not (pt.ndim == 1 or (pt.ndim == 2 and
-                                                                                    pt.shape[1] == 1)):
-        _err(f"per_token_scale must be float32 (M,) or (M, 1) with M = {m}, got {resolve_dtype(pt.dtype)} "
-             f"{_shape(pt)} (emulator-added)")
+    _check_pt(pt, m, "the MSD kernel multiplies every row by it")
     if template == MSD_VECTOR_DEQUANT:
         # baseM 32 x the whole N a block (the vector walks it in 512 columns); workspace per A8W4Tiling's white-list
         # branch (its baseM / baseN are the non-white-list values there)
@@ -260,6 +254,17 @@ def check(xs, ws, wv, nz, biases, scales, pts, offsets, aqs, aqo, gl, y_name, n_
     return Plan(MSD_API_DEQUANT, g_num, with_offset, 64 if short else 128, 512 if short else 256, aic, ws, soc)
 
 
+def _check_pt(pt, m, why):
+    """The per-token scale every A8W4 template reads (emulator-added: the device reads it even when null)."""
+    if pt is None:
+        _err(f"per_token_scale must not be nullptr for A8W4: {why} (emulator-added: the device reads it "
+             f"unconditionally)")
+    if resolve_dtype(pt.dtype) != "float32" or pt.size != m or not (pt.ndim == 1 or (pt.ndim == 2 and
+                                                                                    pt.shape[1] == 1)):
+        _err(f"per_token_scale must be float32 (M,) or (M, 1) with M = {m}, got {resolve_dtype(pt.dtype)} "
+             f"{_shape(pt)} (emulator-added)")
+
+
 def _check_fake_a8w8(scale, pt, e, m, n, group_list_type):
     """What the PERCHANNEL_ANTIQUANT template reads beyond the A8W8 checks the rebuilt call runs."""
     if group_list_type == 2:
@@ -268,13 +273,7 @@ def _check_fake_a8w8(scale, pt, e, m, n, group_list_type):
     if sdt not in SCALE_TYPES or scale.shape[0] != e or scale.shape[2] != n:
         _err(f"scale must be uint64 / int64 (E, 1, N) = ({e}, 1, {n}) words for A8W4 per channel, got {sdt} "
              f"{_shape(scale)} (emulator-added: GMMA8W4FakeQuantPreProcess reads them as float32 pairs)")
-    if pt is None:
-        _err("per_token_scale must not be nullptr for A8W4: the PERCHANNEL_ANTIQUANT template forces the "
-             "per-token epilogue (emulator-added: the device reads it unconditionally)")
-    if resolve_dtype(pt.dtype) != "float32" or pt.size != m or not (pt.ndim == 1 or (pt.ndim == 2 and
-                                                                                    pt.shape[1] == 1)):
-        _err(f"per_token_scale must be float32 (M,) or (M, 1) with M = {m}, got {resolve_dtype(pt.dtype)} "
-             f"{_shape(pt)} (emulator-added)")
+    _check_pt(pt, m, "the PERCHANNEL_ANTIQUANT template forces the per-token epilogue")
 
 
 def pair_sum_scale(words, y_name="float16"):
