@@ -14,7 +14,7 @@ Per element, in the order of Compute and CastOut:
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import literally, njit, prange
 
 from npu_emu.ascendc.cast import Cast
 from npu_emu.ascendc.constants import (
@@ -36,6 +36,12 @@ from npu_emu.device.launch import ub_view
 
 _KJ = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 _INL = dict(inline="always", cache=True, error_model="numpy")
+# One core's Process() is a serial function the prange calls, not inlined into the prange body: numba's parfor
+# passes are super-linear in the size of an inlined loop body (this kernel: 36 CPU-s of compile inlined). XT is a
+# literal, so each input dtype compiles its own Cast branches only.
+_CORE = dict(cache=True, error_model="numpy")
+# the copy and CastOut helpers have one signature for every dtype: compiled once, shared by the six kernels
+_HELPER = dict(inline="never", cache=True, error_model="numpy")
 
 BLOCK = 32
 DOUBLE_CUT = 11
@@ -95,7 +101,7 @@ def _gm_offsets(td, block_idx):
     return block_idx // td.blockUnion * td.dim1 + r * td.blockFactor, r * td.blockFactor
 
 
-@njit(**_INL)
+@njit(**_HELPER)
 def _copy_in_x(x_ub, x_gm, td, x_n, x_len, off, es):
     """CopyInX: GetXInCopyParams + DataCopyPad (row stride dim1 in GM, baseLen in UB)."""
     dst_stride = (td.baseLen - x_len) * es // BLOCK if td.baseLen > x_len else 0
@@ -103,7 +109,7 @@ def _copy_in_x(x_ub, x_gm, td, x_n, x_len, off, es):
     DataCopyPad(x_ub, x_gm[off:], x_n, x_len * es, src_stride, dst_stride, False, 0, 0, 0)
 
 
-@njit(**_INL)
+@njit(**_HELPER)
 def _copy_out_y(y_gm, y_ub, td, y_n, y_len, off):
     """CopyOutY: GetOutCopyParams + DataCopyPad UB -> GM."""
     dst_stride = td.dim1 - y_len if td.dim1 > y_len else 0
@@ -111,7 +117,7 @@ def _copy_out_y(y_gm, y_ub, td, y_n, y_len, off):
     DataCopyPad(y_gm[off:], y_ub, y_n, y_len, src_stride, dst_stride)
 
 
-@njit(**_INL)
+@njit(**_HELPER)
 def _cast_out(y_ub, f_ub, n, rmode):
     """CastOut: float32 -> int32 (rmode), int32 -> half (CAST_NONE), half -> int8 (rmode), in place in f_ub."""
     i32 = f_ub.view(np.int32)
@@ -125,172 +131,180 @@ def _cast_out(y_ub, f_ub, n, rmode):
 # per channel (tiling key 0): scale / offset of length dim1
 # ---------------------------------------------------------------------------------------------------------------
 
-@njit(**_INL)
-def _per_channel(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm, XT):
+@njit(**_CORE)
+def _channel_core(block_idx, td, ub_size, x_gm, s_gm, o_gm, y_gm, XT):
+    """One core of AscendQuantV2PerChannel*: Init + Process on the core's block."""
+    literally(XT)
     es = 4 if XT == DT_FLOAT else 2
     wide = XT != DT_FLOAT                # half / bf16: float32 cast buffers beside the input buffers
     base = td.baseLen
     rmode = _cast_mode(td.roundMode)
-    for block_idx in prange(block_dim):
-        ub = np.empty(ub_size, np.uint8)
-        block_n, block_len = _core_blocks(td, block_idx)
-        if block_idx >= td.numCore or block_n == 0:
-            continue
-        x_off, s_off = _gm_offsets(td, block_idx)
-        # UB: inQueueX_ | inQueueScale_ | inQueueOffset_ | castBufX_ | castBufScale_ | castBufOffset_ | outQueueY_
-        p_x = 0
-        p_s = p_x + _align32(td.baseN * base * es)
-        p_o = p_s + _align32(base * es)
-        p_cx = p_o + (_align32(base * es) if td.hasOffset != 0 else 0)
-        p_cs = p_cx + (_align32(base * 4) if wide else 0)
-        p_co = p_cs + (_align32(base * 4) if wide else 0)
-        p_y = p_co + (_align32(base * 4) if (wide and td.hasOffset != 0) else 0)
-        x_ub = ub_view(ub, p_x, x_gm.dtype, td.baseN * base)
-        s_ub = ub_view(ub, p_s, s_gm.dtype, base)
-        o_ub = ub_view(ub, p_o, o_gm.dtype, base)
-        y_ub = ub_view(ub, p_y, np.int8, td.baseN * base)
+    ub = np.empty(ub_size, np.uint8)
+    block_n, block_len = _core_blocks(td, block_idx)
+    if block_idx >= td.numCore or block_n == 0:
+        return
+    x_off, s_off = _gm_offsets(td, block_idx)
+    # UB: inQueueX_ | inQueueScale_ | inQueueOffset_ | castBufX_ | castBufScale_ | castBufOffset_ | outQueueY_
+    p_x = 0
+    p_s = p_x + _align32(td.baseN * base * es)
+    p_o = p_s + _align32(base * es)
+    p_cx = p_o + (_align32(base * es) if td.hasOffset != 0 else 0)
+    p_cs = p_cx + (_align32(base * 4) if wide else 0)
+    p_co = p_cs + (_align32(base * 4) if wide else 0)
+    p_y = p_co + (_align32(base * 4) if (wide and td.hasOffset != 0) else 0)
+    x_ub = ub_view(ub, p_x, x_gm.dtype, td.baseN * base)
+    s_ub = ub_view(ub, p_s, s_gm.dtype, base)
+    o_ub = ub_view(ub, p_o, o_gm.dtype, base)
+    y_ub = ub_view(ub, p_y, np.int8, td.baseN * base)
+    if wide:
+        cs = ub_view(ub, p_cs, np.float32, base)
+        co = ub_view(ub, p_co, np.float32, base)
+    else:
+        cs = s_ub.view(np.float32)
+        co = o_ub.view(np.float32)
+    len_loops = block_len // base
+    len_tail = block_len % base
+    for i in range(len_loops + (1 if len_tail != 0 else 0)):
+        count = base if i < len_loops else len_tail
+        col = i * base
+        # CopyInScaleAndOffset
+        DataCopyPad(s_ub, s_gm[s_off + col:], 1, count * es, 0, 0, False, 0, 0, 0)
         if wide:
-            cs = ub_view(ub, p_cs, np.float32, base)
-            co = ub_view(ub, p_co, np.float32, base)
-        else:
-            cs = s_ub.view(np.float32)
-            co = o_ub.view(np.float32)
-        len_loops = block_len // base
-        len_tail = block_len % base
-        for i in range(len_loops + (1 if len_tail != 0 else 0)):
-            count = base if i < len_loops else len_tail
-            col = i * base
-            # CopyInScaleAndOffset
-            DataCopyPad(s_ub, s_gm[s_off + col:], 1, count * es, 0, 0, False, 0, 0, 0)
+            Cast(cs, s_ub, CAST_NONE, count, DT_FLOAT, XT)
+        if td.hasOffset != 0:
+            DataCopyPad(o_ub, o_gm[s_off + col:], 1, count * es, 0, 0, False, 0, 0, 0)
             if wide:
-                Cast(cs, s_ub, CAST_NONE, count, DT_FLOAT, XT)
-            if td.hasOffset != 0:
-                DataCopyPad(o_ub, o_gm[s_off + col:], 1, count * es, 0, 0, False, 0, 0, 0)
+                Cast(co, o_ub, CAST_NONE, count, DT_FLOAT, XT)
+        # CopyXAndCompute
+        n_loops = block_n // td.baseN
+        n_tail = block_n % td.baseN
+        for nidx in range(n_loops + (1 if n_tail != 0 else 0)):
+            rows = td.baseN if nidx < n_loops else n_tail
+            off = x_off + col + nidx * td.baseN * td.dim1
+            _copy_in_x(x_ub, x_gm, td, rows, count, off, es)
+            for r in range(rows):
                 if wide:
-                    Cast(co, o_ub, CAST_NONE, count, DT_FLOAT, XT)
-            # CopyXAndCompute
-            n_loops = block_n // td.baseN
-            n_tail = block_n % td.baseN
-            for nidx in range(n_loops + (1 if n_tail != 0 else 0)):
-                rows = td.baseN if nidx < n_loops else n_tail
-                off = x_off + col + nidx * td.baseN * td.dim1
-                _copy_in_x(x_ub, x_gm, td, rows, count, off, es)
-                for r in range(rows):
-                    if wide:
-                        cx = ub_view(ub, p_cx, np.float32, base)
-                        Cast(cx, x_ub[r * base:], CAST_NONE, count, DT_FLOAT, XT)
-                    else:
-                        cx = x_ub[r * base:(r + 1) * base].view(np.float32)
+                    cx = ub_view(ub, p_cx, np.float32, base)
+                    Cast(cx, x_ub[r * base:], CAST_NONE, count, DT_FLOAT, XT)
+                else:
+                    cx = x_ub[r * base:(r + 1) * base].view(np.float32)
+                Mul(cx, cx, cs, count)
+                if td.sqrtMode != 0:
                     Mul(cx, cx, cs, count)
-                    if td.sqrtMode != 0:
-                        Mul(cx, cx, cs, count)
-                    if td.hasOffset != 0:
-                        Add(cx, cx, co, count)
-                    _cast_out(y_ub[r * base:], cx, count, rmode)
-                _copy_out_y(y_gm, y_ub, td, rows, count, off)
+                if td.hasOffset != 0:
+                    Add(cx, cx, co, count)
+                _cast_out(y_ub[r * base:], cx, count, rmode)
+            _copy_out_y(y_gm, y_ub, td, rows, count, off)
 
 
 @njit(**_KJ)
 def per_channel_f16(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     """AscendQuantV2PerChannelFP16<half>."""
-    _per_channel(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_FLOAT16)
+    for block_idx in prange(block_dim):
+        _channel_core(np.int64(block_idx), td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_FLOAT16)
 
 
 @njit(**_KJ)
 def per_channel_bf16(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     """AscendQuantV2PerChannel (bfloat16_t)."""
-    _per_channel(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_BF16)
+    for block_idx in prange(block_dim):
+        _channel_core(np.int64(block_idx), td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_BF16)
 
 
 @njit(**_KJ)
 def per_channel_f32(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     """AscendQuantV2PerChannel (float)."""
-    _per_channel(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_FLOAT)
+    for block_idx in prange(block_dim):
+        _channel_core(np.int64(block_idx), td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_FLOAT)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # per tensor (tiling key 1): one scale / offset, read once per column chunk into a scalar
 # ---------------------------------------------------------------------------------------------------------------
 
-@njit(**_INL)
-def _per_tensor(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm, XT):
+@njit(**_CORE)
+def _tensor_core(block_idx, td, ub_size, x_gm, s_gm, o_gm, y_gm, XT):
+    """One core of AscendQuantV2PerTensor*: Init + Process on the core's block."""
+    literally(XT)
     es = 4 if XT == DT_FLOAT else 2
     wide = XT != DT_FLOAT
     base = td.baseLen
     rmode = _cast_mode(td.roundMode)
-    for block_idx in prange(block_dim):
-        ub = np.empty(ub_size, np.uint8)
-        block_n, block_len = _core_blocks(td, block_idx)
-        if block_idx >= td.numCore or block_n == 0:
-            continue
-        x_off = block_idx * td.blockFactor * td.dim1 if td.blockAxis == 0 else block_idx * td.blockFactor
-        # UB: inQueueX_ | inQueueScale_ (one block) | inQueueOffset_ (one block) | castBufX_ | outQueueY_
-        p_x = 0
-        p_s = p_x + _align32(td.baseN * base * es)
-        p_o = p_s + BLOCK
-        p_cx = p_o + (BLOCK if td.hasOffset != 0 else 0)
-        p_y = p_cx + (_align32(base * 4) if wide else 0)
-        x_ub = ub_view(ub, p_x, x_gm.dtype, td.baseN * base)
-        s_ub = ub_view(ub, p_s, s_gm.dtype, BLOCK // es)
-        o_ub = ub_view(ub, p_o, o_gm.dtype, BLOCK // es)
-        y_ub = ub_view(ub, p_y, np.int8, td.baseN * base)
-        scalar = np.empty(2, np.float32)          # the scalar unit's float registers scale_, offset_
-        len_loops = block_len // base
-        len_tail = block_len % base
-        for i in range(len_loops + (1 if len_tail != 0 else 0)):
-            count = base if i < len_loops else len_tail
-            col = i * base
-            # CopyInScaleAndOffset: one element each, to a float on the scalar unit (exact widening)
-            DataCopyPad(s_ub, s_gm, 1, es, 0, 0, False, 0, 0, 0)
+    ub = np.empty(ub_size, np.uint8)
+    block_n, block_len = _core_blocks(td, block_idx)
+    if block_idx >= td.numCore or block_n == 0:
+        return
+    x_off = block_idx * td.blockFactor * td.dim1 if td.blockAxis == 0 else block_idx * td.blockFactor
+    # UB: inQueueX_ | inQueueScale_ (one block) | inQueueOffset_ (one block) | castBufX_ | outQueueY_
+    p_x = 0
+    p_s = p_x + _align32(td.baseN * base * es)
+    p_o = p_s + BLOCK
+    p_cx = p_o + (BLOCK if td.hasOffset != 0 else 0)
+    p_y = p_cx + (_align32(base * 4) if wide else 0)
+    x_ub = ub_view(ub, p_x, x_gm.dtype, td.baseN * base)
+    s_ub = ub_view(ub, p_s, s_gm.dtype, BLOCK // es)
+    o_ub = ub_view(ub, p_o, o_gm.dtype, BLOCK // es)
+    y_ub = ub_view(ub, p_y, np.int8, td.baseN * base)
+    scalar = np.empty(2, np.float32)          # the scalar unit's float registers scale_, offset_
+    len_loops = block_len // base
+    len_tail = block_len % base
+    for i in range(len_loops + (1 if len_tail != 0 else 0)):
+        count = base if i < len_loops else len_tail
+        col = i * base
+        # CopyInScaleAndOffset: one element each, to a float on the scalar unit (exact widening)
+        DataCopyPad(s_ub, s_gm, 1, es, 0, 0, False, 0, 0, 0)
+        if wide:
+            Cast(scalar[0:1], s_ub, CAST_NONE, 1, DT_FLOAT, XT)
+        else:
+            scalar[0] = s_ub.view(np.float32)[0]
+        if td.hasOffset != 0:
+            DataCopyPad(o_ub, o_gm, 1, es, 0, 0, False, 0, 0, 0)
             if wide:
-                Cast(scalar[0:1], s_ub, CAST_NONE, 1, DT_FLOAT, XT)
+                Cast(scalar[1:2], o_ub, CAST_NONE, 1, DT_FLOAT, XT)
             else:
-                scalar[0:1] = s_ub.view(np.float32)[0:1]
-            if td.hasOffset != 0:
-                DataCopyPad(o_ub, o_gm, 1, es, 0, 0, False, 0, 0, 0)
+                scalar[1] = o_ub.view(np.float32)[0]
+        scale = scalar[0]
+        offset = scalar[1]
+        n_loops = block_n // td.baseN
+        n_tail = block_n % td.baseN
+        for nidx in range(n_loops + (1 if n_tail != 0 else 0)):
+            rows = td.baseN if nidx < n_loops else n_tail
+            off = x_off + col + nidx * td.baseN * td.dim1
+            _copy_in_x(x_ub, x_gm, td, rows, count, off, es)
+            for r in range(rows):
                 if wide:
-                    Cast(scalar[1:2], o_ub, CAST_NONE, 1, DT_FLOAT, XT)
+                    cx = ub_view(ub, p_cx, np.float32, base)
+                    Cast(cx, x_ub[r * base:], CAST_NONE, count, DT_FLOAT, XT)
                 else:
-                    scalar[1:2] = o_ub.view(np.float32)[0:1]
-            scale = scalar[0]
-            offset = scalar[1]
-            n_loops = block_n // td.baseN
-            n_tail = block_n % td.baseN
-            for nidx in range(n_loops + (1 if n_tail != 0 else 0)):
-                rows = td.baseN if nidx < n_loops else n_tail
-                off = x_off + col + nidx * td.baseN * td.dim1
-                _copy_in_x(x_ub, x_gm, td, rows, count, off, es)
-                for r in range(rows):
-                    if wide:
-                        cx = ub_view(ub, p_cx, np.float32, base)
-                        Cast(cx, x_ub[r * base:], CAST_NONE, count, DT_FLOAT, XT)
-                    else:
-                        cx = x_ub[r * base:(r + 1) * base].view(np.float32)
+                    cx = x_ub[r * base:(r + 1) * base].view(np.float32)
+                Muls(cx, cx, scale, count)
+                if td.sqrtMode != 0:
                     Muls(cx, cx, scale, count)
-                    if td.sqrtMode != 0:
-                        Muls(cx, cx, scale, count)
-                    if td.hasOffset != 0:
-                        Adds(cx, cx, offset, count)
-                    _cast_out(y_ub[r * base:], cx, count, rmode)
-                _copy_out_y(y_gm, y_ub, td, rows, count, off)
+                if td.hasOffset != 0:
+                    Adds(cx, cx, offset, count)
+                _cast_out(y_ub[r * base:], cx, count, rmode)
+            _copy_out_y(y_gm, y_ub, td, rows, count, off)
 
 
 @njit(**_KJ)
 def per_tensor_f16(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     """AscendQuantV2PerTensorFP16<half>."""
-    _per_tensor(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_FLOAT16)
+    for block_idx in prange(block_dim):
+        _tensor_core(np.int64(block_idx), td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_FLOAT16)
 
 
 @njit(**_KJ)
 def per_tensor_bf16(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     """AscendQuantV2PerTensor (bfloat16_t)."""
-    _per_tensor(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_BF16)
+    for block_idx in prange(block_dim):
+        _tensor_core(np.int64(block_idx), td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_BF16)
 
 
 @njit(**_KJ)
 def per_tensor_f32(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     """AscendQuantV2PerTensor (float)."""
-    _per_tensor(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_FLOAT)
+    for block_idx in prange(block_dim):
+        _tensor_core(np.int64(block_idx), td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_FLOAT)
 
 
 KERNELS = {

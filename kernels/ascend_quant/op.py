@@ -16,6 +16,7 @@ OP = Op(
         TorchOp("npu_quantize(Tensor input, Tensor scales, Tensor? zero_points, int dtype, int axis=1, "
                 "bool div_mode=True) -> Tensor", f"{_TORCH}:npu_quantize", f"{_TORCH}:npu_quantize_fake"),
     ),
+    configs="npu_emu.kernels.ascend_quant.configs:CONFIGS",
     golden="npu_emu.kernels.ascend_quant.golden",
     compile_seconds=60,
 )

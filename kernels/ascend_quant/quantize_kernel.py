@@ -15,11 +15,15 @@ TPL_DIV_MODE_DIV, TPL_ROUND_MODE_NONE and TPL_NO_SQRT_MODE, so per element, in t
 
 The walk: each core takes its block from ParseCoreBlocks (tensor / channel: rows or columns of the merged
 (dim0, dim1); head: dim0, (dim0, dim1) or (dim0 * dim1, dim2) with blockUnion), and walks it in tiles of baseN rows
-of baseLen elements. GM buffers travel as bytes; ``tags`` = (mode, scale type, zero-point type, div model).
+of baseLen elements. GM buffers travel as bytes; ``tags`` = (mode, div model).
+
+The module is loaded once per (x, y, scale, zero-point) dtype quadruple (:func:`device`, npu_emu.device.specialize),
+with those as the constants XT, YT, ST and ZT: a call compiles its own casts only (one kernel with every zero-point
+and scale cast of the nine x / y pairs took 24 CPU-s cold for one call; a plain import compiles nothing).
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
 
 from npu_emu.ascendc.cast import Cast
 from npu_emu.ascendc.constants import (
@@ -35,54 +39,79 @@ from npu_emu.ascendc.constants import (
 )
 from npu_emu.ascendc.vector import Add, Adds, Div
 from npu_emu.device.jit_options import PARALLEL
+from npu_emu.device.specialize import const, load, njit
 
 _KJ = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 _INL = dict(inline="always", cache=True, error_model="numpy")
-# helpers whose Cast dtypes are constants: compiled once and shared by the nine kernels (inlined, they were compiled
-# into each: one cold call 65.7 CPU-s inlined, 42-53 not)
-_HELPER = dict(inline="never", cache=True, error_model="numpy")
+# One core's Process() is a serial function the prange calls, not inlined into the prange body: numba's parfor
+# passes are super-linear in the size of an inlined loop body.
+_FN = dict(cache=True, error_model="numpy")
 
-# tags[1]: scale type; tags[2]: zero-point type (-1 none)
+# scale types, zero-point types (Z_NONE: no zero point)
 S_F32, S_BF16 = 0, 1
 Z_NONE, Z_F32, Z_BF16, Z_INT8, Z_UINT8, Z_INT32 = -1, 0, 1, 2, 3, 4
 
+XT = const("XT", DT_FLOAT)           # x: DT_FLOAT / DT_FLOAT16 / DT_BF16
+YT = const("YT", DT_INT8)            # y: DT_INT8 / DT_UINT8 / DT_INT32
+ST = const("ST", S_F32)
+ZT = const("ZT", Z_NONE)
 
-@njit(**_HELPER)
-def _widen_scale(dst, s_gm, start, n, st):
-    """CopyInScale + the load's cast: n scales from element ``start`` to float32."""
-    if st == S_BF16:
-        Cast(dst, s_gm.view(np.uint16)[start:start + n], CAST_NONE, n, DT_FLOAT, DT_BF16)
-    else:
-        dst[:n] = s_gm.view(np.float32)[start:start + n]
+_X_TAGS = {"float32": DT_FLOAT, "float16": DT_FLOAT16, "bfloat16": DT_BF16}
+_Y_TAGS = {"int8": DT_INT8, "uint8": DT_UINT8, "int32": DT_INT32}
+_S_TAGS = {"float32": S_F32, "bfloat16": S_BF16}
+_Z_TAGS = {None: Z_NONE, "float32": Z_F32, "bfloat16": Z_BF16, "int8": Z_INT8, "uint8": Z_UINT8, "int32": Z_INT32}
 
 
-@njit(**_HELPER)
-def _widen_zp(dst, z_gm, start, n, zt, h_tmp):
-    """CopyInOffset + the load's casts: n zero points to float32."""
-    if zt == Z_BF16:
-        Cast(dst, z_gm.view(np.uint16)[start:start + n], CAST_NONE, n, DT_FLOAT, DT_BF16)
-    elif zt == Z_INT8:
-        Cast(h_tmp, z_gm.view(np.int8)[start:start + n], CAST_NONE, n, DT_FLOAT16, DT_INT8)
-        Cast(dst, h_tmp, CAST_NONE, n, DT_FLOAT, DT_FLOAT16)
-    elif zt == Z_UINT8:
-        Cast(h_tmp, z_gm[start:start + n], CAST_NONE, n, DT_FLOAT16, DT_UINT8)
-        Cast(dst, h_tmp, CAST_NONE, n, DT_FLOAT, DT_FLOAT16)
-    elif zt == Z_INT32:
-        Cast(dst, z_gm.view(np.int32)[start:start + n], CAST_RINT, n, DT_FLOAT, DT_INT32)
-    else:
-        dst[:n] = z_gm.view(np.float32)[start:start + n]
+def device(x_dtype, y_dtype, s_dtype, z_dtype):
+    """This module specialised for one x / y / scale / zero-point dtype (names; z_dtype None: no zero point)."""
+    return load(__name__.split("[")[0], XT=_X_TAGS[x_dtype], YT=_Y_TAGS[y_dtype], ST=_S_TAGS[s_dtype],
+                ZT=_Z_TAGS[z_dtype])
 
 
 @njit(**_INL)
-def _load_x(dst, x_gm, start, n, XT):
+def _copy_f32(dst, gm, start, n):
+    # an element loop: a slice assignment compiles numba's shape-mismatch error formatting (1.7 CPU-s cold)
+    src = gm.view(np.float32)
+    for i in range(n):
+        dst[i] = src[start + i]
+
+
+@njit(**_INL)
+def _widen_scale(dst, s_gm, start, n):
+    """CopyInScale + the load's cast: n scales from element ``start`` to float32."""
+    if ST == S_BF16:
+        Cast(dst, s_gm.view(np.uint16)[start:start + n], CAST_NONE, n, DT_FLOAT, DT_BF16)
+    else:
+        _copy_f32(dst, s_gm, start, n)
+
+
+@njit(**_INL)
+def _widen_zp(dst, z_gm, start, n, h_tmp):
+    """CopyInOffset + the load's casts: n zero points to float32."""
+    if ZT == Z_BF16:
+        Cast(dst, z_gm.view(np.uint16)[start:start + n], CAST_NONE, n, DT_FLOAT, DT_BF16)
+    elif ZT == Z_INT8:
+        Cast(h_tmp, z_gm.view(np.int8)[start:start + n], CAST_NONE, n, DT_FLOAT16, DT_INT8)
+        Cast(dst, h_tmp, CAST_NONE, n, DT_FLOAT, DT_FLOAT16)
+    elif ZT == Z_UINT8:
+        Cast(h_tmp, z_gm[start:start + n], CAST_NONE, n, DT_FLOAT16, DT_UINT8)
+        Cast(dst, h_tmp, CAST_NONE, n, DT_FLOAT, DT_FLOAT16)
+    elif ZT == Z_INT32:
+        Cast(dst, z_gm.view(np.int32)[start:start + n], CAST_RINT, n, DT_FLOAT, DT_INT32)
+    else:
+        _copy_f32(dst, z_gm, start, n)
+
+
+@njit(**_INL)
+def _load_x(dst, x_gm, start, n):
     if XT == DT_FLOAT:
-        dst[:n] = x_gm.view(np.float32)[start:start + n]
+        _copy_f32(dst, x_gm, start, n)
     else:
         Cast(dst, x_gm.view(np.uint16)[start:start + n], CAST_NONE, n, DT_FLOAT, XT)
 
 
 @njit(**_INL)
-def _store_y(y_gm, start, t, n, i16, h16, YT):
+def _store_y(y_gm, start, t, n, i16, h16):
     if YT == DT_INT32:
         Cast(y_gm.view(np.int32)[start:start + n], t, CAST_RINT, n, DT_INT32, DT_FLOAT)
     else:
@@ -94,7 +123,7 @@ def _store_y(y_gm, start, t, n, i16, h16, YT):
             Cast(y_gm[start:start + n], h16, CAST_RINT, n, DT_UINT8, DT_FLOAT16)
 
 
-@njit(**_HELPER)
+@njit(**_FN)
 def _block(td, mode, b):
     """ParseCoreBlocks (+ the per-head blockUnion split) -> (a0, a_n, r0, r_n, c0, c_n) over (outer, rows, cols)."""
     last = b == td.numCore - 1
@@ -116,106 +145,57 @@ def _block(td, mode, b):
     return flat // td.dim1, 1, flat % td.dim1, 1, r * td.blockFactor, n
 
 
-@njit(**_INL)
-def _quantize(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags, XT, YT):
+@njit(**_FN)
+def _core(b, td, x_gm, s_gm, z_gm, y_gm, tags):
+    """One core: Init + Process on the core's block (tile loop of baseN rows x baseLen elements)."""
     mode = tags[0]
-    st = tags[1]
-    zt = tags[2]
-    dm = tags[3]
+    dm = tags[1]
     base = td.baseLen
     rows_c = td.dim1 if mode == 2 else td.dim0
     cols_c = td.dim2 if mode == 2 else td.dim1
+    a0, a_n, r0, r_n, c0, c_n = _block(td, mode, b)
+    # UB (float32 registers of one tile, the scale / zero-point vectors, the cast stages)
+    t = np.empty(base, np.float32)
+    sv = np.empty(max(base, td.baseN), np.float32)
+    zv = np.empty(max(base, td.baseN), np.float32)
+    h_tmp = np.empty(max(base, td.baseN), np.uint16)
+    i16 = np.empty(base, np.int16)
+    h16 = np.empty(base, np.uint16)
+    if mode == 0:
+        _widen_scale(sv, s_gm, 0, 1)
+        if ZT != Z_NONE:
+            _widen_zp(zv, z_gm, 0, 1, h_tmp)
+    for a in range(a0, a0 + a_n):
+        for cc in range(c0, c0 + c_n, base):
+            count = min(base, c0 + c_n - cc)
+            if mode == 1:
+                _widen_scale(sv, s_gm, cc, count)
+                if ZT != Z_NONE:
+                    _widen_zp(zv, z_gm, cc, count, h_tmp)
+            for rr in range(r0, r0 + r_n, td.baseN):
+                rows = min(td.baseN, r0 + r_n - rr)
+                if mode == 2:
+                    _widen_scale(sv, s_gm, rr, rows)
+                    if ZT != Z_NONE:
+                        _widen_zp(zv, z_gm, rr, rows, h_tmp)
+                for j in range(rows):
+                    off = (a * rows_c + rr + j) * cols_c + cc
+                    _load_x(t, x_gm, off, count)
+                    if mode == 1:
+                        Div(t, t, sv, count, DT_FLOAT, dm)
+                        if ZT != Z_NONE:
+                            Add(t, t, zv, count)
+                    else:
+                        k = j if mode == 2 else 0
+                        Div(t, t, sv[k], count, DT_FLOAT, dm)
+                        if ZT != Z_NONE:
+                            Adds(t, t, zv[k], count)
+                    _store_y(y_gm, off, t, count, i16, h16)
+
+
+@njit(**_KJ)
+def quantize_kernel(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
+    """The Quantize kernel of this module's dtypes: every core b < numCore runs its block."""
     for b in prange(block_dim):
-        if b >= td.numCore:
-            continue
-        a0, a_n, r0, r_n, c0, c_n = _block(td, mode, b)
-        # UB (float32 registers of one tile, the scale / zero-point vectors, the cast stages)
-        t = np.empty(base, np.float32)
-        sv = np.empty(max(base, td.baseN), np.float32)
-        zv = np.empty(max(base, td.baseN), np.float32)
-        h_tmp = np.empty(max(base, td.baseN), np.uint16)
-        i16 = np.empty(base, np.int16)
-        h16 = np.empty(base, np.uint16)
-        if mode == 0:
-            _widen_scale(sv, s_gm, 0, 1, st)
-            if zt != Z_NONE:
-                _widen_zp(zv, z_gm, 0, 1, zt, h_tmp)
-        for a in range(a0, a0 + a_n):
-            for cc in range(c0, c0 + c_n, base):
-                count = min(base, c0 + c_n - cc)
-                if mode == 1:
-                    _widen_scale(sv, s_gm, cc, count, st)
-                    if zt != Z_NONE:
-                        _widen_zp(zv, z_gm, cc, count, zt, h_tmp)
-                for rr in range(r0, r0 + r_n, td.baseN):
-                    rows = min(td.baseN, r0 + r_n - rr)
-                    if mode == 2:
-                        _widen_scale(sv, s_gm, rr, rows, st)
-                        if zt != Z_NONE:
-                            _widen_zp(zv, z_gm, rr, rows, zt, h_tmp)
-                    for j in range(rows):
-                        off = (a * rows_c + rr + j) * cols_c + cc
-                        _load_x(t, x_gm, off, count, XT)
-                        if mode == 1:
-                            Div(t, t, sv, count, DT_FLOAT, dm)
-                            if zt != Z_NONE:
-                                Add(t, t, zv, count)
-                        else:
-                            k = j if mode == 2 else 0
-                            Div(t, t, sv[k], count, DT_FLOAT, dm)
-                            if zt != Z_NONE:
-                                Adds(t, t, zv[k], count)
-                        _store_y(y_gm, off, t, count, i16, h16, YT)
-
-
-@njit(**_KJ)
-def quantize_f32_i8(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
-    _quantize(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags, DT_FLOAT, DT_INT8)
-
-
-@njit(**_KJ)
-def quantize_f16_i8(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
-    _quantize(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags, DT_FLOAT16, DT_INT8)
-
-
-@njit(**_KJ)
-def quantize_bf16_i8(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
-    _quantize(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags, DT_BF16, DT_INT8)
-
-
-@njit(**_KJ)
-def quantize_f32_u8(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
-    _quantize(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags, DT_FLOAT, DT_UINT8)
-
-
-@njit(**_KJ)
-def quantize_f16_u8(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
-    _quantize(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags, DT_FLOAT16, DT_UINT8)
-
-
-@njit(**_KJ)
-def quantize_bf16_u8(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
-    _quantize(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags, DT_BF16, DT_UINT8)
-
-
-@njit(**_KJ)
-def quantize_f32_i32(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
-    _quantize(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags, DT_FLOAT, DT_INT32)
-
-
-@njit(**_KJ)
-def quantize_f16_i32(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
-    _quantize(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags, DT_FLOAT16, DT_INT32)
-
-
-@njit(**_KJ)
-def quantize_bf16_i32(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
-    _quantize(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags, DT_BF16, DT_INT32)
-
-
-KERNELS = {
-    ("float32", "int8"): quantize_f32_i8, ("float16", "int8"): quantize_f16_i8, ("bfloat16", "int8"): quantize_bf16_i8,
-    ("float32", "uint8"): quantize_f32_u8, ("float16", "uint8"): quantize_f16_u8,
-    ("bfloat16", "uint8"): quantize_bf16_u8, ("float32", "int32"): quantize_f32_i32,
-    ("float16", "int32"): quantize_f16_i32, ("bfloat16", "int32"): quantize_bf16_i32,
-}
+        if b < td.numCore:
+            _core(np.int64(b), td, x_gm, s_gm, z_gm, y_gm, tags)

@@ -7,9 +7,6 @@ from npu_emu.kernels.ascend_quant import quantize_tiling as qt
 
 from npu_emu.device.launch import launch
 
-_S = {"float32": qk.S_F32, "bfloat16": qk.S_BF16}
-_Z = {None: qk.Z_NONE, "float32": qk.Z_F32, "bfloat16": qk.Z_BF16, "int8": qk.Z_INT8, "uint8": qk.Z_UINT8,
-      "int32": qk.Z_INT32}
 _Y = {"int8": np.int8, "uint8": np.uint8, "int32": np.int32}
 
 
@@ -25,8 +22,9 @@ def run(x, scale, zp, x_dtype, s_dtype, z_dtype, y_dtype, mode, axis, *, div_mod
                    ub_size=ub_size)
     y = np.empty(x.shape, _Y[y_dtype])
     if x.size:
-        tags = np.array([qt.MODES[mode], _S[s_dtype], _Z[z_dtype], div_model], np.int64)
+        tags = np.array([qt.MODES[mode], div_model], np.int64)
         z_gm = _bytes(zp) if zp is not None else np.zeros(4, np.uint8)
-        launch(qk.KERNELS[(x_dtype, y_dtype)], tr.block_dim, tr.tiling, _bytes(x), _bytes(scale), z_gm,
-               y.reshape(-1).view(np.uint8), tags, ub_size=tr.ub_size)
+        kernel = qk.device(x_dtype, y_dtype, s_dtype, z_dtype).quantize_kernel
+        launch(kernel, tr.block_dim, tr.tiling, _bytes(x), _bytes(scale), z_gm, y.reshape(-1).view(np.uint8), tags,
+               ub_size=tr.ub_size)
     return y, tr
