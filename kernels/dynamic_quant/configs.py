@@ -37,3 +37,20 @@ config("dynamic_quant.950_pertoken_fp8", "npu_dynamic_quant bf16 -> float8_e4m3f
     _call("npu_dynamic_quant", dst_type=24, soc="ascend950pr"))
 config("dynamic_quant.950_pertensor_int8", "npu_dynamic_quant bf16 -> int8 per tensor on Ascend 950 (two-pass)")(
     _call("npu_dynamic_quant", quant_mode="pertensor", soc="ascend950pr"))
+# the other Ascend 950 per-token outputs and forms, and the instruction-level transliterations (faithful=True)
+config("dynamic_quant.950_pertoken_int8", "npu_dynamic_quant bf16 -> int8 per token on Ascend 950 (arch35)")(
+    _call("npu_dynamic_quant", soc="ascend950pr"))
+config("dynamic_quant.950_pertoken_int4", "npu_dynamic_quant bf16 -> int4 per token on Ascend 950 (arch35)")(
+    _call("npu_dynamic_quant", dst_type=16, soc="ascend950pr"))
+config("dynamic_quant.950_pertoken_e5m2", "npu_dynamic_quant bf16 -> float8_e5m2 per token on Ascend 950 (arch35)")(
+    _call("npu_dynamic_quant", dst_type=23, soc="ascend950pr"))
+config("dynamic_quant.950_pertoken_hif8", "npu_dynamic_quant bf16 -> hifloat8 per token on Ascend 950 (arch35)")(
+    _call("npu_dynamic_quant", dst_type=290, soc="ascend950pr"))
+config("dynamic_quant.950_asym_int8", "npu_dynamic_quant_asymmetric bf16 -> int8 per token on Ascend 950")(
+    _call("npu_dynamic_quant_asymmetric", soc="ascend950pr"))
+config("dynamic_quant.950_pertoken_int8_smooth", "npu_dynamic_quant bf16 -> int8 per token with smooth_scales on "
+       "Ascend 950")(_call("npu_dynamic_quant", smooth=True, soc="ascend950pr"))
+config("dynamic_quant.int8_bf16_faithful", "npu_dynamic_quant bf16 -> int8, faithful=True (the instructions)")(
+    _call("npu_dynamic_quant", faithful=True))
+config("dynamic_quant.950_pertoken_int8_faithful", "npu_dynamic_quant bf16 -> int8 per token on Ascend 950, "
+       "faithful=True")(_call("npu_dynamic_quant", soc="ascend950pr", faithful=True))
