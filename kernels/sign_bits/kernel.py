@@ -14,7 +14,8 @@ here DataCopy cuts at the end of the GM view, and the access patterns of launch.
 """
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import overload
 
 from npu_emu.ascendc.cast import Cast
 from npu_emu.ascendc.cmpsel import Compare, CompareScalar, Select
@@ -128,24 +129,38 @@ def sign_bits_unpack_fused(block_dim, td, ub_size, x_gm, y_gm, p1, m1):
 # SignBitsPack, 910B
 # ---------------------------------------------------------------------------------------------------------------
 
-@njit(inline="always", cache=True)
-def _pack_compute(out_ub, nan_ub, in_ub, count, dtype, cmp_mode, nan_bit, ftz):
+# The per-core functions below are serial functions the prange calls (numba's parfor passes are super-linear in the
+# size of an inlined body). Compute is chosen from the input's element type while typing (half travels as uint16
+# bits): a branch on a format tag inside an inlined helper is not pruned, and every kernel compiled both formats'
+# Compare loops (cold SignBitsPack float32: 12.3 -> 7.2 CPU-s; prefer_literal keeps the compare mode a literal, which
+# the Compare loop needs to vectorise: 10x slower without).
+def _pack_compute(out_ub, nan_ub, in_ub, count, cmp_mode, nan_bit, ftz):
     """CompareScalar(out, in, 0, mode, count). The nan_bit=1 switch models a compare that reports NaN as true:
-    an isnan mask (Compare(x, x, NE)) ORed into the result."""
-    if dtype == DT_FLOAT16:
-        CompareScalar(out_ub, in_ub, np.uint16(0), cmp_mode, count, DT_FLOAT16, ftz)
-        if nan_bit:
-            Compare(nan_ub, in_ub, in_ub, NE, count, DT_FLOAT16, ftz)
-            Or(out_ub, out_ub, nan_ub, count // 8)
-    else:
-        CompareScalar(out_ub, in_ub, np.float32(0.0), cmp_mode, count, DT_AUTO, ftz)
-        if nan_bit:
-            Compare(nan_ub, in_ub, in_ub, NE, count, DT_AUTO, ftz)
-            Or(out_ub, out_ub, nan_ub, count // 8)
+    an isnan mask (Compare(x, x, NE)) ORed into the result. (njit only)"""
+    raise NotImplementedError("_pack_compute is only callable from njit code")
 
 
-@njit(inline="always", cache=True)
-def _pack_core(block_idx, block_dim, td, ub, x_gm, y_gm, dtype, pad_value, nan_bit, ftz):
+def _pack_compute_f16(out_ub, nan_ub, in_ub, count, cmp_mode, nan_bit, ftz):
+    CompareScalar(out_ub, in_ub, np.uint16(0), cmp_mode, count, DT_FLOAT16, ftz)
+    if nan_bit:
+        Compare(nan_ub, in_ub, in_ub, NE, count, DT_FLOAT16, ftz)
+        Or(out_ub, out_ub, nan_ub, count // 8)
+
+
+def _pack_compute_f32(out_ub, nan_ub, in_ub, count, cmp_mode, nan_bit, ftz):
+    CompareScalar(out_ub, in_ub, np.float32(0.0), cmp_mode, count, DT_AUTO, ftz)
+    if nan_bit:
+        Compare(nan_ub, in_ub, in_ub, NE, count, DT_AUTO, ftz)
+        Or(out_ub, out_ub, nan_ub, count // 8)
+
+
+@overload(_pack_compute, prefer_literal=True, jit_options=dict(cache=True, error_model="numpy"))
+def _pack_compute_ol(out_ub, nan_ub, in_ub, count, cmp_mode, nan_bit, ftz):
+    return _pack_compute_f16 if in_ub.dtype == types.uint16 else _pack_compute_f32
+
+
+@njit(cache=True, error_model="numpy")
+def _pack_core(block_idx, block_dim, td, ub, x_gm, y_gm, pad_value, nan_bit, ftz):
     buffer_num = 2 if td.usedDb else 1
     tile = td.tileDataNum
     es = x_gm.itemsize
@@ -163,14 +178,14 @@ def _pack_core(block_idx, block_dim, td, ub, x_gm, y_gm, dtype, pad_value, nan_b
         if i < tile_num - 1 or block_idx != block_dim - 1:
             n = tile if i < tile_num - 1 else tail
             DataCopy(in_ub, x_gm[min(off, x_gm.size):], n)                                   # CopyIn
-            _pack_compute(out_ub, nan_ub, in_ub, n, dtype, GE, nan_bit, ftz)                 # Compute
+            _pack_compute(out_ub, nan_ub, in_ub, n, GE, nan_bit, ftz)                        # Compute
             DataCopyPad(y_gm[yo:], out_ub, 1, n // 8, 0, 0)                                  # CopyOut
         else:
             # The last tile of the last core: DataCopyPad of lastCopyLength elements, right-padded with -1 to
             # the 32-byte boundary, compare lastCalcLength elements, copy lastCalcLength / 8 bytes out.
             DataCopyPad(in_ub, x_gm[min(off, x_gm.size):], 1, td.lastCopyLength * es, 0, 0,
                         True, 0, td.rightPaddingElemNums, pad_value)
-            _pack_compute(out_ub, nan_ub, in_ub, td.lastCalcLength, dtype, GE, nan_bit, ftz)
+            _pack_compute(out_ub, nan_ub, in_ub, td.lastCalcLength, GE, nan_bit, ftz)
             DataCopyPad(y_gm[yo:], out_ub, 1, td.lastCalcLength // 8, 0, 0)
 
 
@@ -178,14 +193,14 @@ def _pack_core(block_idx, block_dim, td, ub, x_gm, y_gm, dtype, pad_value, nan_b
 def sign_bits_pack_f32(block_dim, td, ub_size, nan_bit, ftz, x_gm, y_gm):
     for block_idx in prange(block_dim):
         ub = np.empty(ub_size, np.uint8)
-        _pack_core(block_idx, block_dim, td, ub, x_gm, y_gm, DT_AUTO, F32_M1, nan_bit, ftz)
+        _pack_core(np.int64(block_idx), block_dim, td, ub, x_gm, y_gm, F32_M1, nan_bit, ftz)
 
 
 @njit(**_KJ)
 def sign_bits_pack_f16(block_dim, td, ub_size, nan_bit, ftz, x_gm, y_gm):
     for block_idx in prange(block_dim):
         ub = np.empty(ub_size, np.uint8)
-        _pack_core(block_idx, block_dim, td, ub, x_gm, y_gm, DT_FLOAT16, F16_M1, nan_bit, ftz)
+        _pack_core(np.int64(block_idx), block_dim, td, ub, x_gm, y_gm, F16_M1, nan_bit, ftz)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -248,8 +263,8 @@ def _reverse_bits(buf, count):
         buf[j] = np.uint8(b & np.uint32(0xFF))
 
 
-@njit(inline="always", cache=True)
-def _pack950_core(block_idx, td, ub, x_gm, y_gm, dtype, pad_value, nan_bit, ftz):
+@njit(cache=True, error_model="numpy")
+def _pack950_core(block_idx, td, ub, x_gm, y_gm, pad_value, nan_bit, ftz):
     """Compare(x, 0, LT) per 256-element slot, bit-reverse each byte (MSB first), exact tailByteCount writes;
     the tail is padded with -1.0 (which gives bit 1 here)."""
     slot = 256
@@ -267,7 +282,7 @@ def _pack950_core(block_idx, td, ub, x_gm, y_gm, dtype, pad_value, nan_bit, ftz)
         elems = min(k * slot, n - s * slot)
         DataCopyPad(in_ub, x_gm[s * slot:], 1, elems * es, 0, 0, True, 0, 0, pad_value)
         Duplicate(in_ub[elems:], pad_value, k * slot - elems)
-        _pack_compute(out_ub, nan_ub, in_ub, k * slot, dtype, LT, nan_bit, ftz)
+        _pack_compute(out_ub, nan_ub, in_ub, k * slot, LT, nan_bit, ftz)
         nbytes = (elems + 7) // 8
         _reverse_bits(out_ub, nbytes)
         DataCopyPad(y_gm[s * slot // 8:], out_ub, 1, nbytes, 0, 0)
@@ -278,11 +293,11 @@ def _pack950_core(block_idx, td, ub, x_gm, y_gm, dtype, pad_value, nan_bit, ftz)
 def sign_bits_pack_950_f32(block_dim, td, ub_size, nan_bit, ftz, x_gm, y_gm):
     for block_idx in prange(block_dim):
         ub = np.empty(ub_size, np.uint8)
-        _pack950_core(block_idx, td, ub, x_gm, y_gm, DT_AUTO, F32_M1, nan_bit, ftz)
+        _pack950_core(np.int64(block_idx), td, ub, x_gm, y_gm, F32_M1, nan_bit, ftz)
 
 
 @njit(**_KJ)
 def sign_bits_pack_950_f16(block_dim, td, ub_size, nan_bit, ftz, x_gm, y_gm):
     for block_idx in prange(block_dim):
         ub = np.empty(ub_size, np.uint8)
-        _pack950_core(block_idx, td, ub, x_gm, y_gm, DT_FLOAT16, F16_M1, nan_bit, ftz)
+        _pack950_core(np.int64(block_idx), td, ub, x_gm, y_gm, F16_M1, nan_bit, ftz)
