@@ -42,6 +42,12 @@ config("grouped_matmul.int8_pertoken_bf16", "A8W8 per-channel x per-token -> bfl
 config("grouped_matmul.int8_pertoken_fp16", "A8W8 per-channel x per-token -> float16")(_gmm("float16", True))
 config("grouped_matmul.int8_pertoken_bf16_silu",
        "A8W8 per-channel x per-token -> bfloat16 with act_type 5 (SILU)")(_gmm("bfloat16", True, act_type=5))
+config("grouped_matmul.int8_pertoken_bf16_relu",
+       "A8W8 per-channel x per-token -> bfloat16 with act_type 1 (RELU)")(_gmm("bfloat16", True, act_type=1))
+config("grouped_matmul.int8_pertoken_bf16_gelu_tanh",
+       "A8W8 per-channel x per-token -> bfloat16 with act_type 2 (GELU_TANH)")(_gmm("bfloat16", True, act_type=2))
+config("grouped_matmul.int8_pertoken_bf16_fastgelu",
+       "A8W8 per-channel x per-token -> bfloat16 with act_type 4 (FASTGELU)")(_gmm("bfloat16", True, act_type=4))
 config("grouped_matmul.bf16", "plain bfloat16 (float_accum exact)")(_gmm(None, False, plain=_bf16(np.zeros(1)).dtype))
 config("grouped_matmul.fp16", "plain float16 (float_accum exact)")(_gmm(None, False, plain=np.float16))
 

@@ -33,17 +33,20 @@ config("dynamic_mx_quant.e4m3_fp16", "npu_dynamic_mx_quant float16 -> e4m3, last
     _dynamic("e4m3", dtype="float16"))
 config("dynamic_mx_quant.e4m3_fp32", "npu_dynamic_mx_quant float32 -> e4m3, last axis")(
     _dynamic("e4m3", dtype="float32"))
-config("dynamic_mx_quant.e4m3_faithful", "npu_dynamic_mx_quant bf16 -> e4m3, faithful=True (tile by tile)")(
-    _dynamic("e4m3", faithful=True))
+for _dst in MX_DST:
+    config(f"dynamic_mx_quant.{_dst}_faithful", f"npu_dynamic_mx_quant bf16 -> {_dst}, faithful=True (tile by tile)")(
+        _dynamic(_dst, faithful=True))
+    config(f"dynamic_mx_quant.{_dst}_axis0_faithful", f"npu_dynamic_mx_quant bf16 -> {_dst}, axis 0 of 2, "
+           "faithful=True")(_dynamic(_dst, axis=0, faithful=True))
 
 
-def _grouped(dst, dtype="bfloat16"):
+def _grouped(dst, dtype="bfloat16", **kw):
     def build():
         from npu_emu.ops import npu_grouped_dynamic_mx_quant
 
         x = _mx_input((256, 512), dtype)
         gi = np.array([96, 256], np.int32)
-        return lambda: npu_grouped_dynamic_mx_quant(x, gi, dst_type=MX_DST[dst])
+        return lambda: npu_grouped_dynamic_mx_quant(x, gi, dst_type=MX_DST[dst], **kw)
 
     return build
 
@@ -51,5 +54,7 @@ def _grouped(dst, dtype="bfloat16"):
 for _dst in MX_DST:
     config(f"grouped_dynamic_mx_quant.{_dst}", f"npu_grouped_dynamic_mx_quant bf16 -> {_dst}, 2 groups")(
         _grouped(_dst))
+    config(f"grouped_dynamic_mx_quant.{_dst}_faithful", f"npu_grouped_dynamic_mx_quant bf16 -> {_dst}, 2 groups, "
+           "faithful=True")(_grouped(_dst, faithful=True))
 config("grouped_dynamic_mx_quant.e4m3_fp16", "npu_grouped_dynamic_mx_quant float16 -> e4m3, 2 groups")(
     _grouped("e4m3", dtype="float16"))
