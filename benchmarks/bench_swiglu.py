@@ -8,26 +8,15 @@ best times of the two sides timed alternately (:func:`interleaved_best`), so tha
 both sides alike.
 """
 
-import timeit
-
 import ml_dtypes
 import numpy as np
 
-from benchmarks.common import use_threads
+from benchmarks.common import interleaved_best, use_threads
 from npu_emu.kernels.dequant_swiglu_quant import golden as dsq_golden
 from npu_emu.kernels.dequant_swiglu_quant.api import npu_dequant_swiglu_quant
 from npu_emu.kernels.swiglu import tiling
 from npu_emu.kernels.swiglu.api import npu_swiglu
 from npu_emu.kernels.swiglu.launch import run_swiglu
-
-
-def interleaved_best(fn_a, fn_b, repeat):
-    """(best seconds of fn_a, best seconds of fn_b) over ``repeat`` alternating single calls."""
-    a, b = [], []
-    for _ in range(repeat):
-        a.append(timeit.timeit(fn_a, number=1))
-        b.append(timeit.timeit(fn_b, number=1))
-    return min(a), min(b)
 
 
 class SwiGlu:

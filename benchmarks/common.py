@@ -48,6 +48,16 @@ def best_seconds(fn, repeat=5):
     return min(timeit.repeat(fn, number=1, repeat=repeat))
 
 
+def interleaved_best(fn_a, fn_b, repeat):
+    """(best seconds of fn_a, best seconds of fn_b) over ``repeat`` alternating single calls: a load change on the
+    shared box hits both sides alike."""
+    a, b = [], []
+    for _ in range(repeat):
+        a.append(timeit.timeit(fn_a, number=1))
+        b.append(timeit.timeit(fn_b, number=1))
+    return min(a), min(b)
+
+
 def host_roofline_seconds(bytes_moved, threads):
     return bytes_moved / (HOST_COPY_BPS_PER_THREAD * threads)
 
