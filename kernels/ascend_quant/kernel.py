@@ -14,7 +14,7 @@ Per element, in the order of Compute and CastOut:
 """
 
 import numpy as np
-from numba import literally, njit, prange
+from numba import njit, prange
 
 from npu_emu.ascendc.cast import Cast
 from npu_emu.ascendc.constants import (
@@ -33,6 +33,7 @@ from npu_emu.ascendc.datacopy import DataCopyPad
 from npu_emu.ascendc.vector import Add, Adds, Mul, Muls
 from npu_emu.device.jit_options import PARALLEL
 from npu_emu.device.launch import ub_view
+from npu_emu.device.specialize import literal_args
 
 _KJ = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 _INL = dict(inline="always", cache=True, error_model="numpy")
@@ -131,10 +132,9 @@ def _cast_out(y_ub, f_ub, n, rmode):
 # per channel (tiling key 0): scale / offset of length dim1
 # ---------------------------------------------------------------------------------------------------------------
 
-@njit(**_CORE)
+@literal_args(**_CORE)
 def _channel_core(block_idx, td, ub_size, x_gm, s_gm, o_gm, y_gm, XT):
     """One core of AscendQuantV2PerChannel*: Init + Process on the core's block."""
-    literally(XT)
     es = 4 if XT == DT_FLOAT else 2
     wide = XT != DT_FLOAT                # half / bf16: float32 cast buffers beside the input buffers
     base = td.baseLen
@@ -222,10 +222,9 @@ def per_channel_f32(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
 # per tensor (tiling key 1): one scale / offset, read once per column chunk into a scalar
 # ---------------------------------------------------------------------------------------------------------------
 
-@njit(**_CORE)
+@literal_args(**_CORE)
 def _tensor_core(block_idx, td, ub_size, x_gm, s_gm, o_gm, y_gm, XT):
     """One core of AscendQuantV2PerTensor*: Init + Process on the core's block."""
-    literally(XT)
     es = 4 if XT == DT_FLOAT else 2
     wide = XT != DT_FLOAT
     base = td.baseLen

@@ -11,7 +11,7 @@ docs/codecs.md §2, §3, §9, §10.
 """
 
 import numpy as np
-from numba import literally, njit
+from numba import njit
 from numba.core.errors import TypingError
 from numba.extending import overload
 
@@ -45,6 +45,7 @@ from npu_emu.ascendc.constants import (
     DT_UINT16,
     DT_UINT32,
 )
+from npu_emu.device.specialize import literal_args
 from npu_emu.dtypes.scalar import (
     bf16_to_f32,
     decode_e4m3fn,
@@ -246,13 +247,12 @@ def _src_f32_ol(src, i, st, flags):
     return generic
 
 
-# ---- one loop per destination family, compiled once per signature and cached. The format tags are forced to
-# literals (numba.literally), so each (dst, src) pair compiles only its own decoder / encoder branch.
+# ---- one loop per destination family, compiled once per signature and cached. The format tags are literals at
+# typing time (literal_args), so each (dst, src) pair compiles only its own decoder / encoder branch.
 
 
-@njit(**_LOOP)
+@literal_args(**_LOOP)
 def _cast_to_f32(dst, src, n, rmode, st, flags):
-    literally(st)
     for i in range(n):
         if st == DT_FLOAT:
             # float -> float rounds to an integral value (precision_conversion.md "float → float": 0.5 RINT -> 0)
@@ -262,49 +262,40 @@ def _cast_to_f32(dst, src, n, rmode, st, flags):
             dst[i] = _src_f32(src, i, st, flags)
 
 
-@njit(**_LOOP)
+@literal_args(**_LOOP)
 def _cast_int_to_f32(dst, src, n, rmode, st, flags):
-    literally(st)
     for i in range(n):
         dst[i] = _int_to_f32(_src_int(src, i, st, flags), rmode)
 
 
-@njit(**_LOOP)
+@literal_args(**_LOOP)
 def _cast_float_to_int(dst, src, n, rmode, dt, st, flags):
-    literally(dt)
-    literally(st)
     for i in range(n):
         dst[i] = _float_to_int(_src_f32(src, i, st, flags), rmode, dt)
 
 
-@njit(**_LOOP)
+@literal_args(**_LOOP)
 def _cast_int_to_int(dst, src, n, dt, st, flags):
-    literally(dt)
-    literally(st)
     for i in range(n):
         dst[i] = _sat_int(_src_int(src, i, st, flags), dt)
 
 
-@njit(**_LOOP)
+@literal_args(**_LOOP)
 def _cast_to_f16(dst, src, n, rmode, st, flags):
-    literally(st)
     sat = (flags & CAST_FLAG_SAT) != 0
     for i in range(n):
         dst[i] = f32_to_f16(_src_f32(src, i, st, flags), rmode, sat)
 
 
-@njit(**_LOOP)
+@literal_args(**_LOOP)
 def _cast_to_bf16(dst, src, n, rmode, st, flags):
-    literally(st)
     sat = (flags & CAST_FLAG_SAT) != 0
     for i in range(n):
         dst[i] = f32_to_bf16(_src_f32(src, i, st, flags), rmode, sat)
 
 
-@njit(**_LOOP)
+@literal_args(**_LOOP)
 def _cast_to_fp8(dst, src, n, dt, st, flags):
-    literally(dt)
-    literally(st)
     sat = (flags & CAST_FLAG_SAT) != 0
     keep_nan = (flags & CAST_FLAG_KEEP_NAN) != 0
     for i in range(n):
@@ -314,9 +305,8 @@ def _cast_to_fp8(dst, src, n, dt, st, flags):
             dst[i] = encode_e5m2(_src_f32(src, i, st, flags), sat, keep_nan)
 
 
-@njit(**_LOOP)
+@literal_args(**_LOOP)
 def _cast_to_hif8(dst, src, n, rmode, st, flags):
-    literally(st)
     sat = (flags & CAST_FLAG_SAT) != 0
     script = (flags & CAST_FLAG_HYBRID_SCRIPT) != 0
     for i in range(n):
@@ -332,9 +322,8 @@ def _cast_f16_to_hif8(dst, src, n, rmode, flags):
         dst[i] = encode_hif8_f16(np.uint16(src[i]), rmode, sat, script, sub_raw)
 
 
-@njit(**_LOOP)
+@literal_args(**_LOOP)
 def _cast_to_e8m0(dst, src, n, st, flags):
-    literally(st)
     for i in range(n):
         if st == DT_BF16:
             dst[i] = encode_e8m0_bf16(np.uint16(src[i]))
@@ -351,12 +340,10 @@ def _put_nibble(dst, i, c, hi_first):
         dst[i >> 1] = (old & 0xF0) | c
 
 
-@njit(**_LOOP)
+@literal_args(**_LOOP)
 def _cast_to_packed(dst, src, n, rmode, dt, st, flags):
     """fp4x2 / int4 destination: element 2j in the low nibble of byte j (high with CAST_FLAG_FP4_HIGH_FIRST); an
     odd n leaves the other nibble of the last byte unchanged."""
-    literally(dt)
-    literally(st)
     hi_first = (flags & CAST_FLAG_FP4_HIGH_FIRST) != 0
     nan_sign = (flags & CAST_FLAG_FP4_NAN_SIGN) != 0
     for i in range(n):

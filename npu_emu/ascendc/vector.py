@@ -25,7 +25,9 @@ Sources: ``cannmirror/asc-devkit: docs/zh/api/SIMD-API/基础API/Memory矢量计
 """
 
 import numpy as np
-from numba import literally, njit
+from numba import njit, types
+from numba.core.errors import TypingError
+from numba.extending import overload
 
 from npu_emu.ascendc._elem import as_elem, flush_f32, flush_u16, is_float, itemsize, pick
 from npu_emu.ascendc.constants import CAST_RINT, DIV_IEEE, DIV_RECIP_MUL, DT_AUTO, DT_BF16, DT_FLOAT16
@@ -59,20 +61,57 @@ def _fminmax(a, b, op, nan_propagate):
 
 
 @njit(**_INLINE)
-def _f32_op(a, b, op, ftz, nan_propagate):
-    """One float32 operation (operands and result flushed when ``ftz``)."""
-    if ftz:
-        a = flush_f32(a)
-        b = flush_f32(b)
-    if op == _ADD:
-        r = np.float32(a + b)
-    elif op == _SUB:
-        r = np.float32(a - b)
-    elif op == _MUL:
-        r = np.float32(a * b)
-    else:
-        r = _fminmax(a, b, op, nan_propagate)
-    return flush_f32(r) if ftz else r
+def _fadd(a, b, nan_propagate):
+    return np.float32(a + b)
+
+
+@njit(**_INLINE)
+def _fsub(a, b, nan_propagate):
+    return np.float32(a - b)
+
+
+@njit(**_INLINE)
+def _fmul(a, b, nan_propagate):
+    return np.float32(a * b)
+
+
+@njit(**_INLINE)
+def _fmax(a, b, nan_propagate):
+    return _fminmax(a, b, _MAX, nan_propagate)
+
+
+@njit(**_INLINE)
+def _fmin(a, b, nan_propagate):
+    return _fminmax(a, b, _MIN, nan_propagate)
+
+
+@njit(**_INLINE)
+def _iadd(a, b):
+    return a + b
+
+
+@njit(**_INLINE)
+def _isub(a, b):
+    return a - b
+
+
+@njit(**_INLINE)
+def _imul(a, b):
+    return a * b
+
+
+@njit(**_INLINE)
+def _imax(a, b):
+    return a if a > b else b
+
+
+@njit(**_INLINE)
+def _imin(a, b):
+    return a if a < b else b
+
+
+_F32_OPS = {_ADD: _fadd, _SUB: _fsub, _MUL: _fmul, _MAX: _fmax, _MIN: _fmin}
+_INT_OPS = {_ADD: _iadd, _SUB: _isub, _MUL: _imul, _MAX: _imax, _MIN: _imin}
 
 
 @njit(**_INLINE)
@@ -86,63 +125,83 @@ def _u16_pick(ha, hb, fa, fb, op, nan_propagate):
     return hb
 
 
-@njit(**_LOOP)
-def _binary_f16(dst, src0, src1, n, op, ftz, nan_propagate):
-    """Half loop; src1 is a tensor or a scalar (uint16 bits)."""
-    literally(op)
-    for i in range(n):
-        ha = np.uint16(src0[i])
-        hb = np.uint16(pick(src1, i))
-        if ftz:
-            ha = flush_u16(ha, DT_FLOAT16)
-            hb = flush_u16(hb, DT_FLOAT16)
-        fa = f16_to_f32(ha)
-        fb = f16_to_f32(hb)
-        if op == _MAX or op == _MIN:
-            dst[i] = _u16_pick(ha, hb, fa, fb, op, nan_propagate)
-        else:
-            h = f32_to_f16(_f32_op(fa, fb, op, False, nan_propagate), CAST_RINT, False)
-            dst[i] = flush_u16(h, DT_FLOAT16) if ftz else h
+# The loops below pick their operation and element format at typing time, from literal arguments (overloads with
+# prefer_literal): a branch on a mode inside an inlined helper is not pruned before the helper is inlined, and
+# numba.literally types a function once with every branch inlined before it asks for the literal, so either way
+# each signature paid for the code of every operation and format (0.8 s of compile per signature, measured).
+
+def _literal(ty, what):
+    value = getattr(ty, "literal_value", None)
+    if value is None:
+        raise TypingError(f"{what} must be a compile-time constant (got {ty})")
+    return value
 
 
-@njit(**_LOOP)
-def _binary_bf16(dst, src0, src1, n, op, ftz, nan_propagate):
-    """bf16 loop (same as _binary_f16 with the bf16 codecs)."""
-    literally(op)
-    for i in range(n):
-        ha = np.uint16(src0[i])
-        hb = np.uint16(pick(src1, i))
-        if ftz:
-            ha = flush_u16(ha, DT_BF16)
-            hb = flush_u16(hb, DT_BF16)
-        fa = bf16_to_f32(ha)
-        fb = bf16_to_f32(hb)
-        if op == _MAX or op == _MIN:
-            dst[i] = _u16_pick(ha, hb, fa, fb, op, nan_propagate)
-        else:
-            h = f32_to_bf16(_f32_op(fa, fb, op, False, nan_propagate), CAST_RINT, False)
-            dst[i] = flush_u16(h, DT_BF16) if ftz else h
+def _binary_u16(dst, src0, src1, n, op, ftz, nan_propagate, fmt):
+    """Half / bf16 loop (``fmt`` = DT_FLOAT16 / DT_BF16) on uint16 bits; src1 is a tensor or a scalar (uint16 bits)."""
+    raise NotImplementedError("_binary_u16 is only callable from njit code")
 
 
-@njit(**_LOOP)
+@overload(_binary_u16, prefer_literal=True, jit_options=_LOOP)
+def _binary_u16_ol(dst, src0, src1, n, op, ftz, nan_propagate, fmt):
+    op_, fmt_ = _literal(op, "op"), _literal(fmt, "fmt")
+    decode, encode = (f16_to_f32, f32_to_f16) if fmt_ == DT_FLOAT16 else (bf16_to_f32, f32_to_bf16)
+    if op_ == _MAX or op_ == _MIN:
+        def impl(dst, src0, src1, n, op, ftz, nan_propagate, fmt):
+            for i in range(n):
+                ha = np.uint16(src0[i])
+                hb = np.uint16(pick(src1, i))
+                if ftz:
+                    ha = flush_u16(ha, fmt_)
+                    hb = flush_u16(hb, fmt_)
+                dst[i] = _u16_pick(ha, hb, decode(ha), decode(hb), op_, nan_propagate)
+        return impl
+    f = _F32_OPS[op_]
+
+    def impl(dst, src0, src1, n, op, ftz, nan_propagate, fmt):
+        for i in range(n):
+            ha = np.uint16(src0[i])
+            hb = np.uint16(pick(src1, i))
+            if ftz:
+                ha = flush_u16(ha, fmt_)
+                hb = flush_u16(hb, fmt_)
+            h = encode(f(decode(ha), decode(hb), nan_propagate), CAST_RINT, False)
+            dst[i] = flush_u16(h, fmt_) if ftz else h
+    return impl
+
+
 def _binary_native(dst, src0, src1, n, op, ftz, nan_propagate):
     """float32 (IEEE) or integer (wrap-around) loop; src1 is a tensor or a scalar of the element type."""
-    literally(op)
-    for i in range(n):
-        a = src0[i]
-        b = pick(src1, i)
-        if is_float(a):
-            dst[i] = _f32_op(np.float32(a), np.float32(b), op, ftz, nan_propagate)
-        elif op == _ADD:
-            dst[i] = a + b
-        elif op == _SUB:
-            dst[i] = a - b
-        elif op == _MUL:
-            dst[i] = a * b
-        elif op == _MAX:
-            dst[i] = a if a > b else b
-        else:
-            dst[i] = a if a < b else b
+    raise NotImplementedError("_binary_native is only callable from njit code")
+
+
+@overload(_binary_native, prefer_literal=True, jit_options=_LOOP)
+def _binary_native_ol(dst, src0, src1, n, op, ftz, nan_propagate):
+    op_ = _literal(op, "op")
+    if not isinstance(src0.dtype, types.Float):
+        g = _INT_OPS[op_]
+
+        def impl(dst, src0, src1, n, op, ftz, nan_propagate):
+            for i in range(n):
+                dst[i] = g(src0[i], pick(src1, i))
+        return impl
+    f = _F32_OPS[op_]
+    if getattr(ftz, "literal_value", None) is False:
+        def impl(dst, src0, src1, n, op, ftz, nan_propagate):
+            for i in range(n):
+                dst[i] = f(np.float32(src0[i]), np.float32(pick(src1, i)), nan_propagate)
+        return impl
+
+    def impl(dst, src0, src1, n, op, ftz, nan_propagate):
+        for i in range(n):
+            a = np.float32(src0[i])
+            b = np.float32(pick(src1, i))
+            if ftz:
+                a = flush_f32(a)
+                b = flush_f32(b)
+            r = f(a, b, nan_propagate)
+            dst[i] = flush_f32(r) if ftz else r
+    return impl
 
 
 @njit(**_INLINE)
@@ -159,10 +218,8 @@ def Duplicate(dst, scalarValue, count):
 def Add(dst, src0, src1, count, dtype=DT_AUTO, ftz=False):
     """AscendC::Add(dst, src0, src1, count): dst[i] = src0[i] + src1[i] (``Add.md``)."""
     n = min(count, len(dst), len(src0), len(src1))
-    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
-        _binary_f16(dst, src0, src1, n, _ADD, ftz, True)
-    elif dtype == DT_BF16:
-        _binary_bf16(dst, src0, src1, n, _ADD, ftz, True)
+    if dtype == DT_FLOAT16 or dtype == DT_BF16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_u16(dst, src0, src1, n, _ADD, ftz, True, dtype)
     else:
         _binary_native(dst, src0, src1, n, _ADD, ftz, True)
 
@@ -171,10 +228,8 @@ def Add(dst, src0, src1, count, dtype=DT_AUTO, ftz=False):
 def Sub(dst, src0, src1, count, dtype=DT_AUTO, ftz=False):
     """AscendC::Sub(dst, src0, src1, count): dst[i] = src0[i] - src1[i] (``Sub.md``)."""
     n = min(count, len(dst), len(src0), len(src1))
-    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
-        _binary_f16(dst, src0, src1, n, _SUB, ftz, True)
-    elif dtype == DT_BF16:
-        _binary_bf16(dst, src0, src1, n, _SUB, ftz, True)
+    if dtype == DT_FLOAT16 or dtype == DT_BF16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_u16(dst, src0, src1, n, _SUB, ftz, True, dtype)
     else:
         _binary_native(dst, src0, src1, n, _SUB, ftz, True)
 
@@ -183,10 +238,8 @@ def Sub(dst, src0, src1, count, dtype=DT_AUTO, ftz=False):
 def Mul(dst, src0, src1, count, dtype=DT_AUTO, ftz=False):
     """AscendC::Mul(dst, src0, src1, count): dst[i] = src0[i] * src1[i] (``Mul.md``)."""
     n = min(count, len(dst), len(src0), len(src1))
-    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
-        _binary_f16(dst, src0, src1, n, _MUL, ftz, True)
-    elif dtype == DT_BF16:
-        _binary_bf16(dst, src0, src1, n, _MUL, ftz, True)
+    if dtype == DT_FLOAT16 or dtype == DT_BF16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_u16(dst, src0, src1, n, _MUL, ftz, True, dtype)
     else:
         _binary_native(dst, src0, src1, n, _MUL, ftz, True)
 
@@ -201,10 +254,8 @@ def Max(dst, src0, src1, count, dtype=DT_AUTO, nan_propagate=True):
     unchanged.
     """
     n = min(count, len(dst), len(src0), len(src1))
-    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
-        _binary_f16(dst, src0, src1, n, _MAX, False, nan_propagate)
-    elif dtype == DT_BF16:
-        _binary_bf16(dst, src0, src1, n, _MAX, False, nan_propagate)
+    if dtype == DT_FLOAT16 or dtype == DT_BF16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_u16(dst, src0, src1, n, _MAX, False, nan_propagate, dtype)
     else:
         _binary_native(dst, src0, src1, n, _MAX, False, nan_propagate)
 
@@ -213,10 +264,8 @@ def Max(dst, src0, src1, count, dtype=DT_AUTO, nan_propagate=True):
 def Min(dst, src0, src1, count, dtype=DT_AUTO, nan_propagate=True):
     """AscendC::Min(dst, src0, src1, count): element-wise minimum; min(-0, +0) = -0 (Reg ``Min.md``); NaN as Max."""
     n = min(count, len(dst), len(src0), len(src1))
-    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
-        _binary_f16(dst, src0, src1, n, _MIN, False, nan_propagate)
-    elif dtype == DT_BF16:
-        _binary_bf16(dst, src0, src1, n, _MIN, False, nan_propagate)
+    if dtype == DT_FLOAT16 or dtype == DT_BF16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_u16(dst, src0, src1, n, _MIN, False, nan_propagate, dtype)
     else:
         _binary_native(dst, src0, src1, n, _MIN, False, nan_propagate)
 
@@ -229,10 +278,8 @@ def Adds(dst, src, scalarValue, count, dtype=DT_AUTO, ftz=False):
     (docs/ops/gather_dequant_int8.md §3.3: ``Adds(calc, calc, negZ, E)``, one fp16 rounding).
     """
     n = min(count, len(dst), len(src))
-    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
-        _binary_f16(dst, src, as_elem(src, scalarValue), n, _ADD, ftz, True)
-    elif dtype == DT_BF16:
-        _binary_bf16(dst, src, as_elem(src, scalarValue), n, _ADD, ftz, True)
+    if dtype == DT_FLOAT16 or dtype == DT_BF16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_u16(dst, src, as_elem(src, scalarValue), n, _ADD, ftz, True, dtype)
     else:
         _binary_native(dst, src, as_elem(src, scalarValue), n, _ADD, ftz, True)
 
@@ -241,10 +288,8 @@ def Adds(dst, src, scalarValue, count, dtype=DT_AUTO, ftz=False):
 def Muls(dst, src, scalarValue, count, dtype=DT_AUTO, ftz=False):
     """AscendC::Muls(dst, src, scalarValue, count): dst[i] = src[i] * scalarValue (``Muls.md``)."""
     n = min(count, len(dst), len(src))
-    if dtype == DT_FLOAT16:  # (the tag test sits in each instruction so that numba prunes it)
-        _binary_f16(dst, src, as_elem(src, scalarValue), n, _MUL, ftz, True)
-    elif dtype == DT_BF16:
-        _binary_bf16(dst, src, as_elem(src, scalarValue), n, _MUL, ftz, True)
+    if dtype == DT_FLOAT16 or dtype == DT_BF16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_u16(dst, src, as_elem(src, scalarValue), n, _MUL, ftz, True, dtype)
     else:
         _binary_native(dst, src, as_elem(src, scalarValue), n, _MUL, ftz, True)
 
@@ -258,18 +303,27 @@ def div_f32(a, b, div_model):
     return np.float32(np.float32(a) / np.float32(b))
 
 
-@njit(**_LOOP)
-def _div_loop(dst, src0, src1, n, div_model, half_kind):
-    for i in range(n):
-        b = pick(src1, i)
-        if half_kind == 1:
-            r = div_f32(f16_to_f32(np.uint16(src0[i])), f16_to_f32(np.uint16(b)), div_model)
-            dst[i] = f32_to_f16(r, CAST_RINT, False)
-        elif half_kind == 2:
-            r = div_f32(bf16_to_f32(np.uint16(src0[i])), bf16_to_f32(np.uint16(b)), div_model)
-            dst[i] = f32_to_bf16(r, CAST_RINT, False)
-        else:
-            dst[i] = div_f32(np.float32(src0[i]), np.float32(b), div_model)
+def _div_loop(dst, src0, src1, n, div_model, fmt):
+    """The Div loop; ``fmt`` (DT_FLOAT16 / DT_BF16 on uint16 bits, anything else: float32) chosen at typing time."""
+    raise NotImplementedError("_div_loop is only callable from njit code")
+
+
+@overload(_div_loop, prefer_literal=True, jit_options=_LOOP)
+def _div_loop_ol(dst, src0, src1, n, div_model, fmt):
+    fmt_ = _literal(fmt, "fmt")
+    if fmt_ == DT_FLOAT16 or fmt_ == DT_BF16:
+        decode, encode = (f16_to_f32, f32_to_f16) if fmt_ == DT_FLOAT16 else (bf16_to_f32, f32_to_bf16)
+
+        def impl(dst, src0, src1, n, div_model, fmt):
+            for i in range(n):
+                r = div_f32(decode(np.uint16(src0[i])), decode(np.uint16(pick(src1, i))), div_model)
+                dst[i] = encode(r, CAST_RINT, False)
+        return impl
+
+    def impl(dst, src0, src1, n, div_model, fmt):
+        for i in range(n):
+            dst[i] = div_f32(np.float32(src0[i]), np.float32(pick(src1, i)), div_model)
+    return impl
 
 
 @njit(**_INLINE)
@@ -280,13 +334,7 @@ def Div(dst, src0, src1, count, dtype=DT_AUTO, div_model=DIV_IEEE):
     not documented as correctly rounded ([HW-unverified], docs/conventions.md). half / bf16 (``DT_FLOAT16`` /
     ``DT_BF16`` on uint16 views): the float32 quotient of the widened operands, rounded RNE once.
     """
-    n = min(count, len(dst), len(src0))
-    if dtype == DT_FLOAT16:
-        _div_loop(dst, src0, src1, n, div_model, 1)
-    elif dtype == DT_BF16:
-        _div_loop(dst, src0, src1, n, div_model, 2)
-    else:
-        _div_loop(dst, src0, src1, n, div_model, 0)
+    _div_loop(dst, src0, src1, min(count, len(dst), len(src0)), div_model, dtype)
 
 
 # The loops below are separate functions, not inlined: loops inlined into a kernel over views of the UB byte buffer
@@ -411,42 +459,6 @@ def _float_greater(a, b):
     return a > b
 
 
-@njit(**_LOOP)
-def _reduce_max(src, n, dtype):
-    """Index of the maximum of src[:n] (n >= 1)."""
-    idx = 0
-    for i in range(1, n):
-        if dtype == DT_FLOAT16:
-            g = _float_greater(f16_to_f32(np.uint16(src[i])), f16_to_f32(np.uint16(src[idx])))
-        elif dtype == DT_BF16:
-            g = _float_greater(bf16_to_f32(np.uint16(src[i])), bf16_to_f32(np.uint16(src[idx])))
-        elif is_float(src[i]):
-            g = _float_greater(np.float32(src[i]), np.float32(src[idx]))
-        else:
-            g = src[i] > src[idx]
-        if g:
-            idx = i
-    return idx
-
-
-@njit(**_LOOP)
-def _reduce_min(src, n, dtype):
-    """Index of the minimum of src[:n] (n >= 1): NaN first (the first NaN wins), -0 below +0, ties keep the first."""
-    idx = 0
-    for i in range(1, n):
-        if dtype == DT_FLOAT16:
-            g = _float_less(f16_to_f32(np.uint16(src[i])), f16_to_f32(np.uint16(src[idx])))
-        elif dtype == DT_BF16:
-            g = _float_less(bf16_to_f32(np.uint16(src[i])), bf16_to_f32(np.uint16(src[idx])))
-        elif is_float(src[i]):
-            g = _float_less(np.float32(src[i]), np.float32(src[idx]))
-        else:
-            g = src[i] < src[idx]
-        if g:
-            idx = i
-    return idx
-
-
 @njit(**_INLINE)
 def _float_less(a, b):
     """ReduceMin order on float32: NaN below everything (the first NaN wins), -0 below +0, ties keep the first."""
@@ -460,13 +472,67 @@ def _float_less(a, b):
 
 
 @njit(**_INLINE)
+def _int_greater(a, b):
+    return a > b
+
+
+@njit(**_INLINE)
+def _int_less(a, b):
+    return a < b
+
+
+@njit(**_INLINE)
+def _f16_key(x):
+    return f16_to_f32(np.uint16(x))
+
+
+@njit(**_INLINE)
+def _bf16_key(x):
+    return bf16_to_f32(np.uint16(x))
+
+
+@njit(**_INLINE)
+def _f32_key(x):
+    return np.float32(x)
+
+
+@njit(**_INLINE)
+def _int_key(x):
+    return x
+
+
+def _reduce_arg(src, n, dtype, want_max):
+    """Index of the maximum (``want_max``) or minimum of src[:n] (n >= 1) in the ReduceMax / ReduceMin orders; the
+    element format and the order are chosen at typing time."""
+    raise NotImplementedError("_reduce_arg is only callable from njit code")
+
+
+@overload(_reduce_arg, prefer_literal=True, jit_options=_LOOP)
+def _reduce_arg_ol(src, n, dtype, want_max):
+    fmt_, max_ = _literal(dtype, "dtype"), _literal(want_max, "want_max")
+    if fmt_ == DT_FLOAT16 or fmt_ == DT_BF16 or isinstance(src.dtype, types.Float):
+        key = _f16_key if fmt_ == DT_FLOAT16 else _bf16_key if fmt_ == DT_BF16 else _f32_key
+        before = _float_greater if max_ else _float_less
+    else:
+        key, before = _int_key, (_int_greater if max_ else _int_less)
+
+    def impl(src, n, dtype, want_max):
+        idx = 0
+        for i in range(1, n):
+            if before(key(src[i]), key(src[idx])):
+                idx = i
+        return idx
+    return impl
+
+
+@njit(**_INLINE)
 def ReduceMin(dst, src, sharedTmpBuffer, count, calIndex=False, dtype=DT_AUTO):
     """AscendC::ReduceMin(dst, src, sharedTmpBuffer, count, calIndex) (``归约计算/ReduceMin.md``): dst[0] = the
     minimum of src[:count], as :func:`ReduceMax` with the order reversed (NaN: the first NaN, [HW-unverified])."""
     n = min(count, len(src))
     if n <= 0:
         return
-    idx = _reduce_min(src, n, dtype)
+    idx = _reduce_arg(src, n, dtype, False)
     dst[0] = src[idx]
     if calIndex and len(dst) > 1:
         if dtype == DT_FLOAT16 or dtype == DT_BF16:
@@ -490,7 +556,7 @@ def ReduceMax(dst, src, sharedTmpBuffer, count, calIndex=False, dtype=DT_AUTO):
     n = min(count, len(src))
     if n <= 0:
         return
-    idx = _reduce_max(src, n, dtype)
+    idx = _reduce_arg(src, n, dtype, True)
     dst[0] = src[idx]
     if calIndex and len(dst) > 1:
         if dtype == DT_FLOAT16 or dtype == DT_BF16:

@@ -19,6 +19,7 @@ one index and could load each other's machine code). Cache freshness is still th
 """
 
 import importlib.util
+import inspect
 import sys
 import threading
 import types
@@ -89,3 +90,33 @@ def load(modname, **consts):
         finally:
             _state.consts = None
     return mod
+
+
+def literal_args(**options):
+    """Decorator: the function becomes an njit-only function (``options`` as numba.njit's) that numba types with
+    its constant arguments as literals.
+
+    A branch on a literal argument at the top level of the function is then pruned before the helpers in it are
+    inlined, so a signature compiles its own format's code only. ``numba.literally`` has the same effect on its
+    second try, but it first types the function with every branch inlined (measured: half of a kernel's cold
+    compile went to those first tries). A non-constant argument gives the general function, with the same results.
+    Called from Python (e.g. under NUMBA_DISABLE_JIT=1) it runs as plain Python.
+    """
+    from numba.extending import overload
+
+    def deco(fn):
+        def stub(*args):
+            return fn(*args)
+
+        def typing(*args):
+            return fn
+
+        typing.__signature__ = inspect.signature(fn)
+        stub.__name__, stub.__qualname__, stub.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+        tag = fn.__globals__.get("__spec_tag__")
+        if tag:
+            fn.__qualname__ = f"{fn.__qualname__}[{tag}]"
+        overload(stub, prefer_literal=True, jit_options=options)(typing)
+        return stub
+
+    return deco
