@@ -72,6 +72,7 @@ from npu_emu.ascendc.constants import (
     DT_INT32,
 )
 from npu_emu.ascendc.vector import div_f32
+from npu_emu.device.specialize import literal_args
 from npu_emu.dtypes.scalar import f16_to_f32
 
 _J = dict(cache=True, error_model="numpy")
@@ -111,7 +112,7 @@ def asym_consts(dst):
     return (ASYM_RANGE_INT4, ASYM_OFFSET_INT4) if dst == DT_INT4 else (ASYM_RANGE_INT8, ASYM_OFFSET_INT8)
 
 
-@njit(**_J)
+@literal_args(**_J)
 def load_row_f32_faithful(dst, x_bits, x_off, n, xdt, smooth, has_smooth):
     """dst[:n] = Cast(x, CAST_NONE) (then Mul by smooth): the x -> float32 step of every key."""
     Cast(dst, x_bits[x_off:x_off + n], CAST_NONE, n, DT_FLOAT, xdt)
@@ -119,7 +120,7 @@ def load_row_f32_faithful(dst, x_bits, x_off, n, xdt, smooth, has_smooth):
         Mul(dst, dst, smooth, n)
 
 
-@njit(**_J)
+@literal_args(**_J)
 def load_row_f32(dst, x_bits, x_off, n, xdt, smooth, has_smooth):
     """Fused :func:`load_row_f32_faithful`."""
     du = dst.view(np.uint32)
@@ -135,7 +136,7 @@ def load_row_f32(dst, x_bits, x_off, n, xdt, smooth, has_smooth):
             dst[i] = dst[i] * smooth[i]
 
 
-@njit(**_J)
+@literal_args(**_J)
 def load_row_absmax(dst, x_bits, x_off, n, xdt, smooth, has_smooth):
     """Fused load_row_f32 + row_absmax in one pass: dst[:n] = f32(x) (* smooth); returns max |dst[:n]|."""
     du = dst.view(np.uint32)
@@ -238,7 +239,7 @@ def row_minmax(src, n, tmp):
     return mx, np.float32(tmp[0])
 
 
-@njit(**_J)
+@literal_args(**_J)
 def sym_scale_faithful(m, c, q_mode, div_model, scale_mode):
     """:func:`sym_scale` with the vector Div and Muls run as instructions on one-element tensors."""
     m = np.float32(m)
@@ -257,7 +258,7 @@ def sym_scale_faithful(m, c, q_mode, div_model, scale_mode):
     return q, s
 
 
-@njit(**_J)
+@literal_args(**_J)
 def sym_scale(m, c, q_mode, div_model, scale_mode):
     """(q, stored scale) of a row whose abs max is m (see the module docstring)."""
     m = np.float32(m)
@@ -283,7 +284,7 @@ def asym_scale(mx, mn, c_range, c_off):
     return scale, offset, back
 
 
-@njit(**_J)
+@literal_args(**_J)
 def cast_chain_code(v, dst):
     """The cast chain of one float32 value: NaN -> 0, RINT, saturate to int8 / int4 (see the module docstring)."""
     hi = np.float32(7.0) if dst == DT_INT4 else np.float32(127.0)
@@ -295,7 +296,7 @@ def cast_chain_code(v, dst):
     return np.int32(np.rint(v))
 
 
-@njit(**_J)
+@literal_args(**_J)
 def _chain_faithful(src, n, out, out_off, inter, dst, tmp_i32, tmp_u16):
     if inter == DT_INT16:
         t16 = tmp_i32.view(np.int16)
@@ -322,7 +323,7 @@ def _pack_int4(codes, n, out, out_off):
         out[k] = np.uint8((out[k] & np.uint8(0xF0)) | (np.uint8(codes[n - 1]) & np.uint8(0xF)))
 
 
-@njit(**_J)
+@literal_args(**_J)
 def _chain_fused(src, n, out, out_off, dst, tmp_i32):
     if dst == DT_INT4:
         hi = np.float32(7.0)
@@ -349,14 +350,14 @@ def _chain_fused(src, n, out, out_off, dst, tmp_i32):
             o[i] = np.int8(np.rint(v))
 
 
-@njit(**_J)
+@literal_args(**_J)
 def quant_row_sym_faithful(src, n, q, out, out_off, inter, dst, tmp_i32, tmp_u16):
     """Muls(src, q) then the cast chain into ``out`` (see the module docstring)."""
     Muls(src, src, np.float32(q), n)
     _chain_faithful(src, n, out, out_off, inter, dst, tmp_i32, tmp_u16)
 
 
-@njit(**_J)
+@literal_args(**_J)
 def quant_row_sym(src, n, q, out, out_off, dst, tmp_i32):
     """Fused :func:`quant_row_sym_faithful` (any intermediate: the codes do not depend on it); ``src`` is left
     unchanged (the faithful form multiplies it in place)."""
@@ -380,7 +381,7 @@ def quant_row_sym(src, n, q, out, out_off, dst, tmp_i32):
         o[i] = np.int8(np.rint(v))
 
 
-@njit(**_J)
+@literal_args(**_J)
 def quant_row_asym_faithful(src, n, back, offset, out, out_off, inter, dst, tmp_i32, tmp_u16):
     """Muls(src, back), Adds(src, offset), then the cast chain into ``out``."""
     Muls(src, src, np.float32(back), n)
@@ -388,7 +389,7 @@ def quant_row_asym_faithful(src, n, back, offset, out, out_off, inter, dst, tmp_
     _chain_faithful(src, n, out, out_off, inter, dst, tmp_i32, tmp_u16)
 
 
-@njit(**_J)
+@literal_args(**_J)
 def quant_row_asym(src, n, back, offset, out, out_off, dst, tmp_i32):
     """Fused :func:`quant_row_asym_faithful`."""
     back = np.float32(back)
@@ -398,14 +399,14 @@ def quant_row_asym(src, n, back, offset, out, out_off, dst, tmp_i32):
     _chain_fused(src, n, out, out_off, dst, tmp_i32)
 
 
-@njit(**_J)
+@literal_args(**_J)
 def quant_row_div_faithful(src, n, s, out, out_off, inter, dst, tmp_i32, tmp_u16, div_model):
     """Div(src, src, s) (the stored scale broadcast: DequantSwigluQuant's ``y = x / scale``), then the cast chain."""
     Div(src, src, np.float32(s), n, DT_FLOAT, div_model)
     _chain_faithful(src, n, out, out_off, inter, dst, tmp_i32, tmp_u16)
 
 
-@njit(**_J)
+@literal_args(**_J)
 def quant_row_div(src, n, s, out, out_off, dst, tmp_i32, div_model):
     """Fused :func:`quant_row_div_faithful`."""
     s = np.float32(s)

@@ -18,9 +18,11 @@ name and the line; the index key holds only the bytecode, identical in every cop
 one index and could load each other's machine code). Cache freshness is still the source file's hash.
 """
 
+import ast
 import importlib.util
 import inspect
 import sys
+import textwrap
 import threading
 import types
 
@@ -92,24 +94,69 @@ def load(modname, **consts):
     return mod
 
 
-def literal_args(**options):
-    """Decorator: the function becomes an njit-only function (``options`` as numba.njit's) that numba types with
-    its constant arguments as literals.
+def _bind_constants(fn, values):
+    """A copy of ``fn`` whose body reads the parameters named in ``values`` as module-level constants of those
+    values (the parameters stay, unused: numba checks an overload's signature), so numba's dead-branch pass prunes a
+    test on one before typing."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    fdef = tree.body[0]
+    fdef.decorator_list = []
+    renamed = {name: f"__{name}_const__" for name in values}
 
-    A branch on a literal argument at the top level of the function is then pruned before the helpers in it are
-    inlined, so a signature compiles its own format's code only. ``numba.literally`` has the same effect on its
-    second try, but it first types the function with every branch inlined (measured: half of a kernel's cold
-    compile went to those first tries). A non-constant argument gives the general function, with the same results.
-    Called from Python (e.g. under NUMBA_DISABLE_JIT=1) it runs as plain Python.
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node):
+            if node.id in renamed:
+                return ast.copy_location(ast.Name(id=renamed[node.id], ctx=node.ctx), node)
+            return node
+
+    fdef.body = [Rename().visit(stmt) for stmt in fdef.body]
+    ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
+    namespace = dict(fn.__globals__)
+    namespace.update({renamed[k]: v for k, v in values.items()})
+    exec(compile(tree, fn.__code__.co_filename, "exec"), namespace)
+    bound = namespace[fn.__name__]
+    bound.__qualname__, bound.__module__ = fn.__qualname__, fn.__module__
+    return bound
+
+
+def _reassigned(fn):
+    """Names the body of ``fn`` assigns to (a parameter among them cannot become a constant)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def literal_args(**options):
+    """Decorator: the function becomes an njit-only function (``options`` as numba.njit's) compiled once per set of
+    constant arguments, with each constant integer or bool argument a constant of the compiled copy.
+
+    numba prunes a branch that compares module-level constants before typing (and before inlining the helpers in
+    it), but not one on an argument, literal or not: ``numba.literally`` only makes the argument's *type* a literal,
+    after typing the whole function once with every branch. Here numba types the call with the constant arguments
+    as literals on the first try (an overload with ``prefer_literal``), and the implementation is a copy of the
+    function in which those parameters are module-level constants: ``if dst == DT_INT4:`` compiles one side only.
+    Non-constant arguments give the function itself, with the same results. Called from Python (e.g. under
+    NUMBA_DISABLE_JIT=1) it runs as plain Python.
     """
+    from numba.core import types
     from numba.extending import overload
 
     def deco(fn):
+        params = list(inspect.signature(fn).parameters)
+        fixed = set(params) - _reassigned(fn)
+        copies = {}
+
         def stub(*args):
             return fn(*args)
 
         def typing(*args):
-            return fn
+            values = {name: ty.literal_value for name, ty in zip(params, args)
+                      if name in fixed and isinstance(ty, (types.IntegerLiteral, types.BooleanLiteral))}
+            if not values:
+                return fn
+            key = tuple(sorted(values.items()))
+            if key not in copies:
+                copies[key] = _bind_constants(fn, values)
+            return copies[key]
 
         typing.__signature__ = inspect.signature(fn)
         stub.__name__, stub.__qualname__, stub.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
