@@ -63,8 +63,9 @@ def _row(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, y_gm,
     else:
         a0 = td.actRight * out_y
         g0 = out_y - a0
-        act[:out_y] = xf[a0:a0 + out_y]
-        gate[:out_y] = xf[g0:g0 + out_y]
+        for j in range(out_y):                       # (element loops: a slice assignment compiles numba's
+            act[j] = xf[a0 + j]                      # shape-error formatting, 1.5 s of a cold call)
+            gate[j] = xf[g0 + j]
     if mode == 0:
         Muls(t, act, np.float32(-1.0), out_y)
     else:
@@ -384,7 +385,8 @@ def _ng_chunk_faithful(td, r, c0, n, bias_kind, x_kind, quant_mode, exp_model, d
         wo = (off_a if half == 0 else off_b) + c0
         dst = af if half == 0 else bf
         if x_kind == X_FLOAT:
-            dst[:n] = xf_gm[xo:xo + n]
+            for j in range(n):
+                dst[j] = xf_gm[xo + j]
         else:
             if bias_kind == 1:
                 Add(ai, x_gm[xo:xo + n], bias_i_gm[wo:wo + n], n)
@@ -535,7 +537,8 @@ def dsq_nogroup_kernel_fused(block_dim, td, ub_size, bias_kind, x_kind, quant_mo
                         _ng_chunk_fused(td, r, c0, n, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm,
                                         xf_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, swi)
                         m = row_absmax(swi, n)
-                        wsp[c0:c0 + n] = swi[:n]
+                        for k in range(n):
+                            wsp[c0 + k] = swi[k]
                         if m > red:
                             red = m
                     value = _ng_scalar_div(red, np.float32(127.0))
@@ -544,7 +547,8 @@ def dsq_nogroup_kernel_fused(block_dim, td, ub_size, bias_kind, x_kind, quant_mo
                     for j in range(col_loops):
                         n = last_col if j == col_loops - 1 else base_col
                         c0 = j * base_col
-                        swi[:n] = wsp[c0:c0 + n]
+                        for k in range(n):
+                            swi[k] = wsp[c0 + k]
                         quant_row_sym(swi, n, sc, y_gm, r * col + c0, DT_INT8, tmp.view(np.int32))
 
 
@@ -599,7 +603,8 @@ def dsq_nogroup_kernel_faithful(block_dim, td, ub_size, bias_kind, x_kind, quant
                                                xf_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, ai, af, bf, t,
                                                swi)
                             m = row_absmax_faithful(swi, n, tmp)
-                            wsp[c0:c0 + n] = swi[:n]
+                            for k in range(n):
+                                wsp[c0 + k] = swi[k]
                             if m > red:
                                 red = m
                         value = _ng_scalar_div(red, np.float32(127.0))
@@ -608,5 +613,6 @@ def dsq_nogroup_kernel_faithful(block_dim, td, ub_size, bias_kind, x_kind, quant
                         for j in range(col_loops):
                             n = last_col if j == col_loops - 1 else base_col
                             c0 = j * base_col
-                            swi[:n] = wsp[c0:c0 + n]
+                            for k in range(n):
+                                swi[k] = wsp[c0 + k]
                             _ng_quant_faithful(swi, n, sc, y_gm, r * col + c0, t16, h16)

@@ -156,7 +156,8 @@ def _dequant_row(acc_i32, acc_f32, src, bias_i, bias_f, boff, s2, col0, sc1, use
             for j in range(cnt):
                 o16[j] = scalar.f32_to_bf16(w[j], rmode, sat)
     elif OUT == OUT_F32:
-        out_f32[u0:u0 + cnt] = w
+        for j in range(cnt):          # (a slice assignment compiles numba's shape-error text: 1.5 s)
+            out_f32[u0 + j] = w[j]
     else:
         n_off = off9.size
         for j in range(cnt):

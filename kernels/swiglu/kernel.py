@@ -77,13 +77,15 @@ def _geometry(td, itemsize):
 def _copy_in(dst, gm, gm_off, rows, cols, gm_stride, pitch):
     """DataCopy(Pad) of ``rows`` blocks of ``cols`` elements, GM row stride ``gm_stride``, UB row pitch ``pitch``."""
     for i in range(rows):
-        dst[i * pitch:i * pitch + cols] = gm[gm_off + i * gm_stride:gm_off + i * gm_stride + cols]
+        for j in range(cols):    # (not a slice assignment: that compiles numba's shape-error formatting, 1.5 s)
+            dst[i * pitch + j] = gm[gm_off + i * gm_stride + j]
 
 
 @njit(inline="always", **_JIT)
 def _copy_out(gm, src, gm_off, rows, cols, gm_stride, pitch):
     for i in range(rows):
-        gm[gm_off + i * gm_stride:gm_off + i * gm_stride + cols] = src[i * pitch:i * pitch + cols]
+        for j in range(cols):
+            gm[gm_off + i * gm_stride + j] = src[i * pitch + j]
 
 
 # ------------------------------------------------------------------------------------------------------------------

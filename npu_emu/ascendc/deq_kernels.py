@@ -263,9 +263,11 @@ def l0c_to_ub_kernel(dst8, dst16, dst32, src16, src32, words, burst_words, m, ki
                     for c in range(16):
                         dst16[(d0 >> 1) + c] = relu_f16_bits(src16[s0 + c])
                 elif src32.size > 0:  # K_COPY, 32-bit elements
-                    dst32[(d0 >> 2):(d0 >> 2) + 16] = src32[s0:s0 + 16]
+                    for c in range(16):   # (element loops: a slice assignment compiles numba's shape-error text)
+                        dst32[(d0 >> 2) + c] = src32[s0 + c]
                 else:                 # K_COPY, 16-bit elements
-                    dst16[(d0 >> 1):(d0 >> 1) + 16] = src16[s0:s0 + 16]
+                    for c in range(16):
+                        dst16[(d0 >> 1) + c] = src16[s0 + c]
 
 
 DEFAULT_SWITCHES = DeqSwitches(mcb_shift_plus1=1, mcb_trunc=0, mcb_wrap=0, clamp9=1, relu_mode=RELU_INPUT_SIGN,
