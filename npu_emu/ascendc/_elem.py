@@ -10,7 +10,7 @@ from numba import njit, types
 from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
-from npu_emu.ascendc.constants import DT_BF16, DT_FLOAT16
+from npu_emu.ascendc.constants import DT_BF16
 from npu_emu.dtypes.scalar import bf16_to_f32, f16_to_f32, f32_as_u32, u32_as_f32
 
 _JIT = dict(inline="always", cache=True, error_model="numpy")
@@ -69,12 +69,6 @@ def _is_float_array_ol(arr):
     if isinstance(arr.dtype, types.Float):
         return lambda arr: True
     return lambda arr: False
-
-
-@njit(**_JIT)
-def is_half_like(dtype):
-    """True for the 16-bit float formats carried as uint16 bit views."""
-    return dtype == DT_FLOAT16 or dtype == DT_BF16
 
 
 @njit(**_JIT)

@@ -21,13 +21,13 @@ from npu_emu.ascendc._elem import (
     flush_u16,
     from_ubits,
     is_float,
-    is_half_like,
     itemsize,
     pick,
     u16_to_f32,
     ubits,
 )
-from npu_emu.ascendc.constants import DT_AUTO, EQ, GE, GT, LE, LT, REPEAT_BYTES, VSEL_CMPMASK_SPR
+from npu_emu.ascendc.constants import DT_AUTO, DT_BF16, DT_FLOAT16, EQ, GE, GT, LE, LT, REPEAT_BYTES, VSEL_CMPMASK_SPR
+from npu_emu.device.specialize import literal_args
 
 _JIT = dict(inline="always", cache=True, error_model="numpy")
 
@@ -51,8 +51,8 @@ def _cmp(a, b, cmpMode):
 def _cmp_elem(a, b, cmpMode, dtype, ftz):
     """IEEE comparison in the format ``dtype``: ordered for LT..GE and EQ (NaN gives 0), unordered NE (NaN gives
     1), -0 == +0. ``ftz`` compares subnormals as zeros of the same sign (docs/ops/sign_bits.md switch
-    denormal_compare)."""
-    if is_half_like(dtype):
+    denormal_compare). The format test is spelled out so that numba prunes it where dtype is a constant."""
+    if dtype == DT_FLOAT16 or dtype == DT_BF16:
         ha = np.uint16(a)
         hb = np.uint16(b)
         if ftz:
@@ -75,10 +75,10 @@ def _full_repeats(count, size):
     return count // per_repeat * per_repeat
 
 
-@njit(cache=True, error_model="numpy")
+@literal_args(cache=True, error_model="numpy")
 def _compare_loop(dst, src0, src1, cmpMode, n, dtype, ftz):
-    """Mask bytes for the first n elements (n a multiple of 8); src1 is a tensor or a scalar. (cmpMode and dtype
-    stay run-time values here: forcing literals would propagate to kernels that pass a run-time mode.)"""
+    """Mask bytes for the first n elements (n a multiple of 8); src1 is a tensor or a scalar. Constant cmpMode /
+    dtype / ftz (the usual kernel call) compile one comparison; run-time ones compile them all."""
     for j in range(n // 8):
         byte = 0
         for k in range(8):
