@@ -81,7 +81,8 @@ def ub_view(ub, byte_offset, dtype, count):
     size = _itemsize(dtype)
     nbytes = count * size
     if byte_offset < 0 or count < 0 or byte_offset + nbytes > ub.size or byte_offset % size != 0:
-        _ub_view_error(byte_offset, nbytes, size, ub.size)
+        # int64 arguments: one compiled signature for every caller (each mix of int types compiled its own)
+        _ub_view_error(np.int64(byte_offset), np.int64(nbytes), np.int64(size), np.int64(ub.size))
     return ub[byte_offset:byte_offset + nbytes].view(dtype)
 
 
