@@ -43,21 +43,32 @@ DST = const("DST", DT_INT8)
 ASYM = const("ASYM", False)
 SMOOTH = const("SMOOTH", False)      # smooth_scales given (the has_smooth argument is then always this value)
 CHUNKED = const("CHUNKED", False)    # keys 6 / 8 (a row walked in chunks of innerLoopEle); else the 1-row keys
+# faithful copies: the key's cast-chain intermediate, int16 (INTER16_KEYS) or int32, so that a call compiles one
+# chain; None (the fused copies, whose codes do not depend on it): read from the key at run time
+INTER16 = const("INTER16", None)
 
 C_SYM = np.float32(7.0) if DST == DT_INT4 else np.float32(127.0)
 C_RANGE = np.float32(15.0) if DST == DT_INT4 else np.float32(255.0)
 C_OFF = np.float32(7.0) if DST == DT_INT4 else np.float32(127.0)
+INTER_T = DT_INT16 if INTER16 else DT_INT32
 MIN_FLOAT_VALUE = np.float32(-3.4028235e38)
 MAX_FLOAT_VALUE = np.float32(3.4028235e38)
 
 _FN = dict(cache=True, error_model="numpy")
 
 
-def device(faithful, xdt, dst, asym, smooth=False, chunked=False):
+INTER16_KEYS = (2, 3, 10)             # the tiling keys whose cast chain goes through int16
+
+
+def device(faithful, xdt, dst, asym, smooth=False, chunked=False, key=None):
     """This module specialised for one path / input format / output format / symmetry / smooth or not / row walk
-    (keys 6 and 8 walk a row in chunks, the other keys whole rows): a call compiles only its own walk."""
-    return load(__name__.split("[")[0], FAITHFUL=bool(faithful), XDT=int(xdt), DST=int(dst), ASYM=bool(asym),
-                SMOOTH=bool(smooth), CHUNKED=bool(chunked))
+    (keys 6 and 8 walk a row in chunks, the other keys whole rows) and, faithful, the tiling ``key``'s cast-chain
+    intermediate: a call compiles only its own walk and chain."""
+    consts = dict(FAITHFUL=bool(faithful), XDT=int(xdt), DST=int(dst), ASYM=bool(asym), SMOOTH=bool(smooth),
+                  CHUNKED=bool(chunked))
+    if faithful and key is not None:
+        consts["INTER16"] = int(key) in INTER16_KEYS
+    return load(__name__.split("[")[0], **consts)
 
 
 @njit(**_FN)
@@ -65,7 +76,7 @@ def _key_params(key):
     """(q by scalar divide, stored scale = 1/q, int16 intermediate) of a tiling key."""
     scalar_div = key == 6 or key == 8
     recip = key == 0 or key == 1 or key == 6 or key == 7 or key == 8
-    inter16 = key == 2 or key == 3 or key == 10
+    inter16 = key == INTER16_KEYS[0] or key == INTER16_KEYS[1] or key == INTER16_KEYS[2]
     return scalar_div, recip, inter16
 
 
@@ -113,7 +124,10 @@ def _scale(m, scalar_div, recip, div_model):
 @njit(**_FN)
 def _quant_sym(buf, n, q, y, yoff, inter16, ti, tu):
     if FAITHFUL:
-        rq.quant_row_sym_faithful(buf, n, q, y, yoff, DT_INT16 if inter16 else DT_INT32, DST, ti, tu)
+        if INTER16 is None:
+            rq.quant_row_sym_faithful(buf, n, q, y, yoff, DT_INT16 if inter16 else DT_INT32, DST, ti, tu)
+        else:
+            rq.quant_row_sym_faithful(buf, n, q, y, yoff, INTER_T, DST, ti, tu)
     else:
         rq.quant_row_sym(buf, n, q, y, yoff, DST, ti)
 
@@ -121,7 +135,10 @@ def _quant_sym(buf, n, q, y, yoff, inter16, ti, tu):
 @njit(**_FN)
 def _quant_asym(buf, n, back, off, y, yoff, inter16, ti, tu):
     if FAITHFUL:
-        rq.quant_row_asym_faithful(buf, n, back, off, y, yoff, DT_INT16 if inter16 else DT_INT32, DST, ti, tu)
+        if INTER16 is None:
+            rq.quant_row_asym_faithful(buf, n, back, off, y, yoff, DT_INT16 if inter16 else DT_INT32, DST, ti, tu)
+        else:
+            rq.quant_row_asym_faithful(buf, n, back, off, y, yoff, INTER_T, DST, ti, tu)
     else:
         rq.quant_row_asym(buf, n, back, off, y, yoff, DST, ti)
 

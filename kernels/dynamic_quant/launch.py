@@ -46,7 +46,7 @@ def run(x_bits, x_dtype, smooth_bits, group, result, *, int4=False, asymmetric=F
         return y, scale, offset
     has_smooth = smooth_bits is not None
     dev = _kernel_mod.device(faithful, xdt, DT_INT4 if int4 else DT_INT8, asymmetric, has_smooth,
-                             int(result.tiling_key) in (6, 8))
+                             int(result.tiling_key) in (6, 8), key=int(result.tiling_key))
     sm = np.ascontiguousarray(smooth_bits, np.uint16).reshape(-1) if has_smooth else np.zeros(1, np.uint16)
     gr = (np.ascontiguousarray(group, np.int64).reshape(-1) if group is not None and len(group)
           else np.zeros(1, np.int64))
