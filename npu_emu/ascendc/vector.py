@@ -137,6 +137,17 @@ def _literal(ty, what):
     return value
 
 
+@njit(**_INLINE)
+def _u16_operands(src0, src1, i, ftz, fmt):
+    """The half / bf16 bits of element i of both operands, subnormals flushed to signed zeros when ``ftz``."""
+    ha = np.uint16(src0[i])
+    hb = np.uint16(pick(src1, i))
+    if ftz:
+        ha = flush_u16(ha, fmt)
+        hb = flush_u16(hb, fmt)
+    return ha, hb
+
+
 def _binary_u16(dst, src0, src1, n, op, ftz, nan_propagate, fmt):
     """Half / bf16 loop (``fmt`` = DT_FLOAT16 / DT_BF16) on uint16 bits; src1 is a tensor or a scalar (uint16 bits)."""
     raise NotImplementedError("_binary_u16 is only callable from njit code")
@@ -149,22 +160,14 @@ def _binary_u16_ol(dst, src0, src1, n, op, ftz, nan_propagate, fmt):
     if op_ == _MAX or op_ == _MIN:
         def impl(dst, src0, src1, n, op, ftz, nan_propagate, fmt):
             for i in range(n):
-                ha = np.uint16(src0[i])
-                hb = np.uint16(pick(src1, i))
-                if ftz:
-                    ha = flush_u16(ha, fmt_)
-                    hb = flush_u16(hb, fmt_)
+                ha, hb = _u16_operands(src0, src1, i, ftz, fmt_)
                 dst[i] = _u16_pick(ha, hb, decode(ha), decode(hb), op_, nan_propagate)
         return impl
     f = _F32_OPS[op_]
 
     def impl(dst, src0, src1, n, op, ftz, nan_propagate, fmt):
         for i in range(n):
-            ha = np.uint16(src0[i])
-            hb = np.uint16(pick(src1, i))
-            if ftz:
-                ha = flush_u16(ha, fmt_)
-                hb = flush_u16(hb, fmt_)
+            ha, hb = _u16_operands(src0, src1, i, ftz, fmt_)
             h = encode(f(decode(ha), decode(hb), nan_propagate), CAST_RINT, False)
             dst[i] = flush_u16(h, fmt_) if ftz else h
     return impl
