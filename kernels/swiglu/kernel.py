@@ -76,16 +76,16 @@ def _geometry(td, itemsize):
 @njit(inline="always", **_JIT)
 def _copy_in(dst, gm, gm_off, rows, cols, gm_stride, pitch):
     """DataCopy(Pad) of ``rows`` blocks of ``cols`` elements, GM row stride ``gm_stride``, UB row pitch ``pitch``."""
+    # slice assignments, although they compile numba's shape-error text (about 1 s cold): element loops here made
+    # the faithful kernel 1.5x slower (bf16 [512, 4096], one thread: 11.8 against 7.9 ms)
     for i in range(rows):
-        for j in range(cols):    # (not a slice assignment: that compiles numba's shape-error formatting, 1.5 s)
-            dst[i * pitch + j] = gm[gm_off + i * gm_stride + j]
+        dst[i * pitch:i * pitch + cols] = gm[gm_off + i * gm_stride:gm_off + i * gm_stride + cols]
 
 
 @njit(inline="always", **_JIT)
 def _copy_out(gm, src, gm_off, rows, cols, gm_stride, pitch):
     for i in range(rows):
-        for j in range(cols):
-            gm[gm_off + i * gm_stride + j] = src[i * pitch + j]
+        gm[gm_off + i * gm_stride:gm_off + i * gm_stride + cols] = src[i * pitch:i * pitch + cols]
 
 
 # ------------------------------------------------------------------------------------------------------------------
