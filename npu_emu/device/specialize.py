@@ -137,7 +137,7 @@ def literal_args(**options):
     Non-constant arguments give the function itself, with the same results. Called from Python (e.g. under
     NUMBA_DISABLE_JIT=1) it runs as plain Python.
     """
-    from numba.core import types
+    from numba.core import types as nbtypes     # (this module's `types` is Python's)
     from numba.extending import overload
 
     def deco(fn):
@@ -150,7 +150,7 @@ def literal_args(**options):
 
         def typing(*args):
             values = {name: ty.literal_value for name, ty in zip(params, args)
-                      if name in fixed and isinstance(ty, (types.IntegerLiteral, types.BooleanLiteral))}
+                      if name in fixed and isinstance(ty, (nbtypes.IntegerLiteral, nbtypes.BooleanLiteral))}
             if not values:
                 return fn
             key = tuple(sorted(values.items()))
