@@ -43,7 +43,13 @@ PARALLEL_MIN_BYTES_LOADED = 64 << 20    # cores taken by others: ~10-50 ms of wo
 CONTENTION_WINDOW = 0.1                 # seconds: how often the machine's CPU use is read, at most
 CONTENTION_STALE = 3.0                  # seconds: an older reading says nothing about now
 
-_load = {"t": -1.0, "loaded": False, "sample": None}
+# After a GEMM on its own threads, OpenBLAS's workers keep spinning (with sched_yield) for about 0.1 s (measured:
+# 100 ms of CPU time after a 1024^3 float32 GEMM, OpenBLAS 0.3.31). A numba pool woken meanwhile shares the cores
+# with them, and its workers in turn spin ~4 ms after the region, into the next GEMM: 512 x 1024 x 512 int8 quant
+# matmul calls took 8.0 ms each with both pools against 4.6 ms with one numba thread. So for that long after such a
+# GEMM (launch.host_matmul notes it) the threshold is the loaded one, as if another process held the cores.
+BLAS_SPIN_SECONDS = 0.1
+_load = {"t": -1.0, "loaded": False, "sample": None, "blas_threads": -1.0}
 _numba_thread_fns = []
 
 
@@ -130,8 +136,16 @@ def _contended(others, cores, threads):
 def parallel_min_bytes():
     """The work (bytes moved) from which a parallel region runs on the pool: :data:`PARALLEL_MIN_BYTES`, or
     :data:`PARALLEL_MIN_BYTES_LOADED` while other processes keep busy the cores the pool needs (read at most every
-    :data:`CONTENTION_WINDOW` seconds; off Linux, the 1-minute load average against the cores + 1)."""
+    :data:`CONTENTION_WINDOW` seconds; off Linux, the 1-minute load average against the cores + 1) and for
+    :data:`BLAS_SPIN_SECONDS` after a GEMM on BLAS's own threads."""
     now = time.monotonic()
+    if now - _load["blas_threads"] < BLAS_SPIN_SECONDS or _others_contended(now):
+        return PARALLEL_MIN_BYTES_LOADED
+    return PARALLEL_MIN_BYTES
+
+
+def _others_contended(now):
+    """Whether other processes keep busy the cores our pool would need (read at most every CONTENTION_WINDOW)."""
     if now - _load["t"] > CONTENTION_WINDOW:
         cores = _cores()
         others = others_busy_cores()
@@ -145,12 +159,17 @@ def parallel_min_bytes():
             except (AttributeError, OSError):
                 _load["loaded"] = False
         _load["t"] = now
-    return PARALLEL_MIN_BYTES_LOADED if _load["loaded"] else PARALLEL_MIN_BYTES
+    return _load["loaded"]
+
+
+def note_blas_threads():
+    """Record that a GEMM just ran on BLAS's own threads (see :data:`BLAS_SPIN_SECONDS`)."""
+    _load["blas_threads"] = time.monotonic()
 
 
 def is_contended():
     """True while other processes hold the cores a thread pool would need (the reading parallel_min_bytes uses)."""
-    return parallel_min_bytes() != PARALLEL_MIN_BYTES
+    return _others_contended(time.monotonic())
 
 
 def _numba_threads():

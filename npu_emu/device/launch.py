@@ -20,7 +20,8 @@ from numba.extending import overload
 
 from npu_emu.device import jit_options  # (importing it installs the numba cache lock before any njit below compiles)
 from npu_emu.device import memo
-from npu_emu.device.jit_options import PARALLEL_MIN_BYTES, is_contended, parallel_min_bytes, serial_below
+from npu_emu.device.jit_options import (PARALLEL_MIN_BYTES, is_contended, note_blas_threads, parallel_min_bytes,
+                                        serial_below)
 from npu_emu.errors import ACLNN_ERR_INNER, ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 from npu_emu.device.tiling_data import TilingData
 from npu_emu.device.validate import MAX_BLOCK_DIM, AccessPattern, GmOverrun, ValidationReport, validate as validate_access
@@ -317,7 +318,10 @@ def host_matmul(a, b, out=None):
         batch *= d
     macs = batch * m * k * n
     if macs >= BLAS_THREADED_MACS and (macs >= BLAS_THREADED_MACS_LOADED or not is_contended()):
-        return np.matmul(a, b, out=out)
+        try:
+            return np.matmul(a, b, out=out)
+        finally:
+            note_blas_threads()
     with single_blas_thread():
         return np.matmul(a, b, out=out)
 
@@ -333,19 +337,23 @@ def host_matmul(a, b, out=None):
 # running whole GEMMs on one BLAS thread through all groups (one join per call), keep both cores busy on an idle
 # box; on the loaded box (load average 7) they took 1.22x the float32 GEMM's CPU time against 1.14x for one thread
 # at no gain in wall time, so while other processes hold the cores the calling thread runs alone. Column ranges:
-# every part has the same work whatever the group sizes.
+# every part has the same work whatever the group sizes. Below HOST_SPLIT_MACS the split loses to BLAS's own threads
+# on an idle box (two cores, medians of 31 int8 quant-matmul calls: 1024 x 1024 x 512 took 13.1-15.3 ms split
+# against 11.5 ms, 512 x 1024 x 1024 12.4-12.6 against 10.3-10.4, 1024 x 1024 x 128 4.0-5.1 against 3.4-3.5; from
+# 2^30 on they are even or the split is ahead: 2048 x 512 x 2048 44-46 against 48 ms).
 HOST_SPLIT_ALIGN = 64
+HOST_SPLIT_MACS = 1 << 30
 _host_pool = {"pool": None, "workers": 0}
 _host_pool_lock = threading.Lock()
 
 
 def host_column_split(n, macs, align=HOST_SPLIT_ALIGN):
     """Column ranges ``[(n0, n1), ...]`` of ``n`` columns for :func:`run_host_parts`: one range (the calling thread,
-    :func:`host_matmul`'s rules) below :data:`BLAS_THREADED_MACS` multiply-adds, while other processes hold the
+    :func:`host_matmul`'s rules) below :data:`HOST_SPLIT_MACS` multiply-adds, while other processes hold the
     cores (``jit_options.is_contended``), outside the main thread (the BLAS
     thread count cannot be scoped there), without threadpoolctl, or with one numba thread (the user's thread
     knob); else numba's thread count (at most the cores) ranges of multiples of ``align`` columns."""
-    if macs < BLAS_THREADED_MACS or n < 2 * align or threading.current_thread() is not threading.main_thread():
+    if macs < HOST_SPLIT_MACS or n < 2 * align or threading.current_thread() is not threading.main_thread():
         return [(0, n)]
     if is_contended():              # measured: one thread's GEMMs then take less CPU time and no more wall time
         return [(0, n)]

@@ -29,7 +29,7 @@ def _feed(monkeypatch, samples, running=0):
     it = iter(samples)
     monkeypatch.setattr(J, "_cpu_sample", lambda: next(it))
     monkeypatch.setattr(J, "_running_others", lambda: running)
-    J._load.update(t=-1e9, sample=None)
+    J._load.update(t=-1e9, sample=None, blas_threads=-1e9)
 
 
 def test_the_threshold_follows_other_processes(monkeypatch):
@@ -58,6 +58,25 @@ def test_the_threshold_follows_other_processes(monkeypatch):
     J._load["t"] = -1e9
     assert J.parallel_min_bytes() == J.PARALLEL_MIN_BYTES_LOADED
     J._load.update(t=-1e9, sample=None)
+
+
+def test_the_threshold_is_the_loaded_one_while_blas_workers_spin(monkeypatch):
+    """After a GEMM on BLAS's threads (host_matmul notes it) the pool waits BLAS_SPIN_SECONDS as if the cores were
+    held; other processes' contention (is_contended, which decides BLAS's own threads) is a separate reading."""
+    monkeypatch.undo()
+    _feed(monkeypatch, [(0.0, 0.0, 0.0)] * 3, running=0)
+    clock = [100.0]
+    monkeypatch.setattr(J.time, "monotonic", lambda: clock[0])
+    assert J.parallel_min_bytes() == J.PARALLEL_MIN_BYTES
+    a = np.ones((512, 512), np.float32)
+    big = np.ones((L.BLAS_THREADED_MACS // (512 * 512), 512), np.float32)
+    L.host_matmul(a[:, :8], a[:8])                           # below BLAS_THREADED_MACS: one BLAS thread
+    assert J.parallel_min_bytes() == J.PARALLEL_MIN_BYTES
+    L.host_matmul(a, big)                                    # 2^27 multiply-adds: BLAS's own threads
+    assert J.parallel_min_bytes() == J.PARALLEL_MIN_BYTES_LOADED and not J.is_contended()
+    clock[0] += J.BLAS_SPIN_SECONDS + 1e-3
+    assert J.parallel_min_bytes() == J.PARALLEL_MIN_BYTES
+    J._load.update(t=-1e9, sample=None, blas_threads=-1e9)
 
 
 @pytest.mark.skipif(J._cpu_sample() is None, reason="no /proc/stat: the load average decides")
@@ -246,7 +265,7 @@ def test_host_column_split_rules(monkeypatch):
     if J._cores() < 2 or not L._blas_libs():
         pytest.skip("one core, or no BLAS threadpoolctl can scope: never split")
     monkeypatch.setattr(L, "is_contended", lambda: False)
-    big = L.BLAS_THREADED_MACS
+    big = L.HOST_SPLIT_MACS
     old = numba.get_num_threads()
     numba.set_num_threads(2)
     try:
