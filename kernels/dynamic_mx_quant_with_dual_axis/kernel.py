@@ -58,12 +58,16 @@ _INL = dict(inline="always", cache=True, error_model="numpy")
 DST = const("DST")
 MODE = const("MODE")
 FUSED = bool(const("FUSED", False))
+OCP = bool(const("OCP", True))      # False: scale_alg 1 / 2, never the OCP scales (mx_quant's OCP_SCALES)
 FAITHFUL = MODE == mx_kernel.M_FAITHFUL
 FP4 = DST is not None and DST >= D_E2M1
 # the fused walk calls mx_quant's FP32 loops only in their per-column form (a row block's reciprocal repeated per
 # lane), so it loads the column-walk copy: _fp32_rows compiles one loop instead of two (and is the copy
 # GroupedDynamicMxQuant compiles); the per-axis walks need both walks' helpers
-_MX = (mx_launch.device(DST, MODE, mx_kernel.W_COLS if FUSED else mx_kernel.W_ANY) if DST is not None else None)
+# (blocks are always BLOCK long: the tiling's blockSize is checked against it before a launch; the fused walk's
+# column copy is GroupedDynamicMxQuant's, whose calls compile it once for both ops)
+_MX = (mx_launch.device(DST, MODE, mx_kernel.W_COLS if FUSED else mx_kernel.W_ANY, ocp=OCP, bs32=not FUSED)
+       if DST is not None else None)
 _column_blocks = _MX._column_blocks if _MX is not None else None
 _row_blocks = _MX._row_blocks if _MX is not None else None
 _fp32_rows = _MX._fp32_rows if _MX is not None else None
@@ -79,15 +83,17 @@ SLICE_CHUNKS = SLICE // LANES
 YCHUNK = LANES // 2 if FP4 else LANES          # y bytes of one 32-element chunk
 
 
-def device(dst, mode, fused=False):
+def device(dst, mode, fused=False, ocp=True):
     """This module specialised for output kind ``dst`` (D_*), path ``mode`` (mx_quant's M_FAST / M_ELEMENT) and
-    ``fused`` (the one-pass OCP walk of M_FAST, :func:`_fused_slice`; only its code compiles)."""
+    ``fused`` (the one-pass OCP walk of M_FAST, :func:`_fused_slice`; only its code compiles); ``ocp=False``: no
+    call of this copy uses the OCP scale algorithm."""
     if dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (mx_kernel.M_FAST, mx_kernel.M_ELEMENT,
                                                                      mx_kernel.M_FAITHFUL):
         raise ValueError(f"no dual-axis MX kernel for dst={dst!r}, mode={mode!r}")
     if fused and mode != mx_kernel.M_FAST:
         raise ValueError("the fused dual-axis walk is M_FAST's")
-    return load(__name__.split("[")[0], DST=int(dst), MODE=int(mode), FUSED=int(bool(fused)))
+    extra = {} if ocp else {"OCP": 0}
+    return load(__name__.split("[")[0], DST=int(dst), MODE=int(mode), FUSED=int(bool(fused)), **extra)
 
 
 @njit(**_FN)

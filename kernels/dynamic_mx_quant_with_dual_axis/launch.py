@@ -11,6 +11,7 @@ from npu_emu.kernels.mx_quant.launch import _expand_rows, mode_of
 from npu_emu.kernels.mx_quant.tiling import inv_dst_type_max
 from npu_emu.device.launch import checked_access, launch
 from npu_emu.device.validate import AccessPattern
+from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 
 
 def scale_alg_of(scale_alg, y_dtype, dst_type_max):
@@ -97,6 +98,9 @@ def run(x_bits, y1, s1, y2, s2, tr, p1, p2, r32, *, merge=None, fused=None, vali
     a whole row block, the fast walk); 1 walks the tasks one by one as the device does. ``fused``: take the fused
     walk (None: when fused_walk says it applies; False: the per-axis mx_quant helpers). The values are the same."""
     td = tr.tiling
+    if td.blockSize != tiling_mod.BLOCK_SIZE:     # the kernel copies are compiled for 32-element blocks only
+        raise AclnnError(ACLNN_ERR_INNER_TILING_ERROR, f"tiling blockSize={td.blockSize}: the MX block of "
+                                                       f"DynamicMxQuantWithDualAxis is {tiling_mod.BLOCK_SIZE}")
     fp4 = p1[P_DST] >= D_E2M1
     mode = mode_of(p1)
     if mode == M_FAITHFUL:
@@ -104,7 +108,8 @@ def run(x_bits, y1, s1, y2, s2, tr, p1, p2, r32, *, merge=None, fused=None, vali
     merge = td.dimNeg1BlockNum if merge is None else int(merge)
     access = checked_access(("dynamic_mx_quant_with_dual_axis", tr, bool(fp4)), lambda: dual_access(td, fp4),
                             ub_size=tr.ub_size, what="dynamic_mx_quant_with_dual_axis tiling") if validate else None
-    dev = kernel.device(int(p1[P_DST]), mode, fused=fused_walk(p1, mode) if fused is None else bool(fused))
+    dev = kernel.device(int(p1[P_DST]), mode, fused=fused_walk(p1, mode) if fused is None else bool(fused),
+                        ocp=bool(p1[P_ALG] == ALG_OCP))
 
     def dynamic_mx_quant_with_dual_axis(block_dim, tdn, ub_size, x_gm, y1_gm, s1_gm, y2_gm, s2_gm):
         dev.dynamic_mx_quant_with_dual_axis_kernel(block_dim, tdn, np.int64(merge), x_gm, y1_gm, s1_gm, y2_gm, s2_gm,

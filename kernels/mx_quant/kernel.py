@@ -157,7 +157,12 @@ WALK = const("WALK", W_ANY)
 # prunes a branch on a comparison of such constants before it types the branch
 ROWS_ONLY = int(WALK == W_ROWS or WALK == W_ROWS32)
 COLS_ONLY = int(WALK == W_COLS)
-BS32_ONLY = int(WALK == W_ROWS32)
+# BS32: 1 in a copy whose runs are all of 32-element blocks whatever its walk (the dual-axis kernel's); OCP: 0 in a
+# copy no call of which uses the OCP scale algorithm (the dual-axis kernel's scale_alg 1 / 2 copy): its 16-bit pass
+# compiles neither the run-time block length's copy nor the OCP scales formed inside it (a cold dual-axis call
+# with scale_alg 1 compiled four copies of _run_blocks' loops for the one it runs)
+BS32_ONLY = int(WALK == W_ROWS32 or const("BS32", 0) == 1)
+OCP_SCALES = int(const("OCP", 1))
 FP4 = DST is not None and DST >= D_E2M1
 FAST = MODE == M_FAST
 FAITHFUL = MODE == M_FAITHFUL
@@ -357,7 +362,7 @@ def _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, fused, ss, sb, em,
     left = 0
     for b in range(full):
         x0, y0 = xb + b * bs, yb + b * ybs
-        if fused:
+        if OCP_SCALES == 1 and fused:
             m = bf16_masked_max32(xs, x0, np.uint16(0x7F80))
             for c in range(1, nch):
                 m = max(m, bf16_masked_max32(xs, x0 + c * RUN_CHUNK, np.uint16(0x7F80)))
@@ -383,7 +388,7 @@ def _run_blocks(xs, xb, nblk, bs, last, recips, ys, yb, todo, fused, ss, sb, em,
         left += t != 0
     if full < nblk:
         b = nblk - 1
-        if fused:
+        if OCP_SCALES == 1 and fused:
             m = np.uint16(0)
             for i in range(last):
                 m = max(m, np.uint16(xs[xb + b * bs + i] & np.uint16(0x7F80)))
@@ -457,7 +462,7 @@ def _convert(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, 
 def _fast_scales(p):
     """Whether a block row's scales may take _ocp_scales (not the UB-staged path, OCP, no ftz) instead of
     _block_scale."""
-    return not FAITHFUL and p[P_ALG] == ALG_OCP and p[P_FTZ] == 0
+    return OCP_SCALES == 1 and not FAITHFUL and p[P_ALG] == ALG_OCP and p[P_FTZ] == 0
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -470,7 +475,7 @@ def _column_blocks(xs, xb, xstride, r0, r1, ncols, ys, yb, ystride, ss, sb, slot
     """Rows [r0, r1) of a tile, ``ncols`` columns: one block per column. Scale code of column j goes to
     ss[sb + 2 * j + slot]; y row r starts at ys[yb + r * ystride] (packed bytes for FP4)."""
     _stats(xs, xb, xstride, r0, r1, ncols, scr, scr16, p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0)
-    if _fast_scales(p):
+    if OCP_SCALES == 1 and _fast_scales(p):
         _ocp_scales(scr, ncols, EMAX_OF[DST], p[P_LEGACY] != 0, recips, ss, sb + slot, np.int64(2))
     else:
         for j in range(ncols):
@@ -503,7 +508,7 @@ def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, todo, 
             for i in range(n):
                 m = max(m, _stat_key(_load(xs, row + i, xk), xk, alg, dyn, ni))
         scr[b] = m
-    if _fast_scales(p) and not fused:
+    if OCP_SCALES == 1 and _fast_scales(p) and not fused:
         _ocp_scales(scr, nblk, EMAX_OF[DST], p[P_LEGACY] != 0, recips, ss, sb, _1)
     elif not fused:
         for b in range(nblk):

@@ -102,6 +102,17 @@ def test_dual_fused_call_shares_the_column_copy(tmp_path):
     assert in_copy(compiled, mx_copy) == {"_fp32_rows"}
 
 
+def test_dual_scale_alg_call_compiles_no_ocp_scales(tmp_path):
+    # scale_alg 1 never forms OCP scales: the per-axis walk's mx_quant copy is the one without them (OCP=0), for
+    # 32-element blocks only (BS32=1), and the OCP scale loop holds no signature
+    compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant_with_dual_axis(x, dst_type=24, scale_alg=1)",
+                             tmp_path)
+    mx_copy = f"{MX}[BS32=1,DST=0,MODE=0,OCP=0,WALK=0]"
+    assert [c for c in copies if c.startswith(MX)] == [mx_copy]
+    assert {"_row_blocks", "_column_blocks", "_run_pass"} <= in_copy(compiled, mx_copy)
+    assert "npu_emu.kernels.mx_quant.common:_ocp_scales" not in compiled
+
+
 def test_mx_call_along_another_axis_compiles_no_last_axis_loops(tmp_path):
     compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant(x, axis=-2, dst_type=24)", tmp_path)
     copy = f"{MX}[DST=0,MODE=0,WALK=2]"

@@ -20,8 +20,10 @@ LIMIT = 1 << 20
 
 @pytest.fixture(autouse=True)
 def fixed_threshold(monkeypatch):
-    """The threshold as on an idle box, whatever the load of the machine running the tests."""
+    """The threshold and the contention reading as on an idle box, whatever the load of the machine running the
+    tests."""
     monkeypatch.setattr(J, "parallel_min_bytes", lambda: LIMIT)
+    monkeypatch.setattr(J, "_others_contended", lambda now: False)
 
 
 def _feed(monkeypatch, samples, running=0):

@@ -67,3 +67,20 @@ def test_ub_bytes_fit():
     tr = t.dual_axis_tiling((64, 256), y_dtype="float8_e4m3fn")
     assert t.ub_bytes(tr.tiling.splitBlockH) <= tr.ub_size
     assert np.float32(tr.tiling.invDstTypeMax) == np.float32(1 / 6)
+
+
+def test_a_block_size_other_than_32_is_refused_before_the_kernel():
+    # the kernel copies are compiled for 32-element blocks only: a tiling that says otherwise never reaches them
+    from dataclasses import replace
+
+    from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
+
+    tr = t.dual_axis_tiling((64, 256), y_dtype="float8_e4m3fn", round_mode="rint", scale_alg=1)
+    tr = replace(tr, tiling=replace(tr.tiling, blockSize=16))
+    p1, p2, r32 = launch.make_axis_params(x_dtype="bfloat16", y_dtype="float8_e4m3fn", round_mode="rint", scale_alg=1,
+                                          dst_type_max=0.0, signed_zero=False, ftz=False, fp4_nibble_order="low_first")
+    y = np.full(64 * 256, 0xAB, np.uint8)
+    with pytest.raises(AclnnError) as e:
+        launch.run(np.zeros(64 * 256, np.uint16), y, y.copy(), y.copy(), y.copy(), tr, p1, p2, r32)
+    assert e.value.status == ACLNN_ERR_INNER_TILING_ERROR and "blockSize=16" in str(e.value)
+    assert (y == 0xAB).all()
