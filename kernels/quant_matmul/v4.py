@@ -31,7 +31,7 @@ from npu_emu.device import platforms
 from npu_emu.dtypes import scalar
 from npu_emu.errors import ACLNN_ERR_INNER_FIND_KERNEL_ERROR, ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import Trace, check_memory
-from npu_emu.kernels.quant_matmul import accum, kernel, operands, routing, v4_kernel
+from npu_emu.kernels.quant_matmul import accum, kernel, operands, routing, tcg_kernel, v4_kernel
 from npu_emu.kernels.quant_matmul import v4_tiling as v4t
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul.launch import launch_epilogue, rmode
@@ -324,15 +324,15 @@ def compute_a8w4_float(res, ops, sw, user_tiling=None, block_dim=None):
     s_op = ops["x2_scale"]
     sv = s_op.data if a.transpose_x2 else np.swapaxes(s_op.data, -1, -2)          # (n, G)
     scale_bits = np.ascontiguousarray(sv).view(np.uint16).reshape(-1)
-    cfg = np.zeros(v4_kernel.TCG_LEN, np.int64)
-    cfg[v4_kernel.TCG_G] = sv.shape[1]
-    cfg[v4_kernel.TCG_SCALE_F16] = int(s_op.dtype == "float16")
-    cfg[v4_kernel.TCG_RMODE] = rmode(sw)
-    cfg[v4_kernel.TCG_SAT] = int(sw.cast_overflow == "saturate")
-    cfg[v4_kernel.TCG_FP8_SAT] = int(sw.tcg_fp8_overflow == "saturate")
-    cfg[v4_kernel.TCG_E5M2] = int(a.x1.dtype == "float8_e5m2")     # the weight is cast to xType, x1's format
+    cfg = np.zeros(tcg_kernel.TCG_LEN, np.int64)
+    cfg[tcg_kernel.TCG_G] = sv.shape[1]
+    cfg[tcg_kernel.TCG_RMODE] = rmode(sw)
+    cfg[tcg_kernel.TCG_SAT] = int(sw.cast_overflow == "saturate")
+    cfg[tcg_kernel.TCG_FP8_SAT] = int(sw.tcg_fp8_overflow == "saturate")
+    # the weight is cast to xType, x1's format
+    dev = tcg_kernel.device(scale_f16=s_op.dtype == "float16", e5m2=a.x1.dtype == "float8_e5m2")
     w3 = np.empty(k * n, np.uint8)
-    launch(v4_kernel.tcg_weight_kernel, tr.block_dim, tr.tiling, codes, scale_bits, w3, cfg, ub_size=tr.ub_size,
+    launch(dev.tcg_weight_kernel, tr.block_dim, tr.tiling, codes, scale_bits, w3, cfg, ub_size=tr.ub_size,
            validate=False)
     w3v = scalar.DECODE_TABLES[a.x1.dtype][w3].astype(np.float64).reshape(k, n)
     x1v = logical(operands.float_values(ops["x1"]), a.transpose_x1)
