@@ -86,7 +86,8 @@ def _binary_mag(a, neg, rmode, mb, emin):
     largest finite code on overflow."""
     if rmode == CAST_RINT or rmode == CAST_NONE:
         return np.int64(_rne_mag(np.uint32(a), mb, emin))
-    return _any_mag(a, neg, rmode, mb, emin)
+    # np.int64: a constant mode (a literal in numba's typing) would compile another copy of _any_mag per call site
+    return _any_mag(a, neg, np.int64(rmode), mb, emin)
 
 
 # Not inlined: numba's IR inlining makes every kernel that calls an fp16/bf16/FP4 encoder pay seconds of compile
@@ -205,7 +206,7 @@ def f32_to_f16(x, rmode, sat):
     """fp32 -> fp16 bits in any mode but HYBRID; ``sat``: overflow and ±Inf -> ±65504, NaN -> +0."""
     if rmode == CAST_RINT or rmode == CAST_NONE:
         return _f32_to_f16_rint(x, sat)
-    return _f32_to_f16_any(x, rmode, sat)
+    return _f32_to_f16_any(x, np.int64(rmode), np.bool_(sat))     # one signature whatever the call site passes
 
 
 @njit(**_JIT)

@@ -135,7 +135,7 @@ def _cast_out(y_ub, f_ub, n, rmode):
 @literal_args(**_CORE)
 def _channel_core(block_idx, td, ub_size, x_gm, s_gm, o_gm, y_gm, XT):
     """One core of AscendQuantV2PerChannel*: Init + Process on the core's block."""
-    es = 4 if XT == DT_FLOAT else 2
+    es = np.int64(4 if XT == DT_FLOAT else 2)     # not a literal: one _copy_in_x signature for both kernels
     wide = XT != DT_FLOAT                # half / bf16: float32 cast buffers beside the input buffers
     base = td.baseLen
     rmode = _cast_mode(td.roundMode)
@@ -225,7 +225,7 @@ def per_channel_f32(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
 @literal_args(**_CORE)
 def _tensor_core(block_idx, td, ub_size, x_gm, s_gm, o_gm, y_gm, XT):
     """One core of AscendQuantV2PerTensor*: Init + Process on the core's block."""
-    es = 4 if XT == DT_FLOAT else 2
+    es = np.int64(4 if XT == DT_FLOAT else 2)     # not a literal: one _copy_in_x signature for both kernels
     wide = XT != DT_FLOAT
     base = td.baseLen
     rmode = _cast_mode(td.roundMode)

@@ -518,11 +518,11 @@ def dsq_nogroup_kernel_fused(block_dim, td, ub_size, bias_kind, x_kind, quant_mo
             wsp = np.empty(col if multi else 1, np.float32)       # swigluTmpGm: this core's row in the workspace
             for r in range(start, start + num):
                 if quant_mode == 0:
-                    _ng_chunk_fused(td, r, 0, col, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm, xf_gm,
+                    _ng_chunk_fused(td, r, np.int64(0), col, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm, xf_gm,
                                     ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, swi)
                     quant_row_sym(swi, col, np.float32(1.0), y_gm, r * col, DT_INT8, tmp.view(np.int32))
                 elif not multi:
-                    _ng_chunk_fused(td, r, 0, col, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm, xf_gm,
+                    _ng_chunk_fused(td, r, np.int64(0), col, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm, xf_gm,
                                     ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, swi)
                     m = row_absmax(swi, col)
                     value = _ng_scalar_div(m, np.float32(127.0))
@@ -587,7 +587,7 @@ def dsq_nogroup_kernel_faithful(block_dim, td, ub_size, bias_kind, x_kind, quant
             else:
                 for r in range(start, start + num):
                     if not multi:
-                        _ng_chunk_faithful(td, r, 0, col, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm,
+                        _ng_chunk_faithful(td, r, np.int64(0), col, bias_kind, x_kind, quant_mode, exp_model, div_model, x_gm,
                                            xf_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, ai, af, bf, t, swi)
                         m = row_absmax_faithful(swi, col, tmp)
                         value = _ng_scalar_div(m, np.float32(127.0))

@@ -243,7 +243,7 @@ def _core(b, x, smooth, group, y, scale, offset, td, key, has_smooth, div_model)
     tu = np.empty(width + 16, np.uint16)
     sm = np.zeros(L + 16, np.float32)
     if SMOOTH:
-        _cast_smooth(sm, smooth, 0, L)          # the first smooth row (MoE: group 0)
+        _cast_smooth(sm, smooth, np.int64(0), L)    # the first smooth row (MoE: group 0)
     sidx = 0
     gv = np.int64(0)
     loops = nrows // per

@@ -60,6 +60,10 @@ ASYM = const("ASYM", False)
 SMOOTH = const("SMOOTH", False)
 PC = const("PC", False)              # perchannel templates 7 / 8 / 9 (else the row templates): one walk compiled
 
+# typed arguments for calls that elsewhere pass a variable: a literal 0 or True makes numba compile the callee a
+# second time (Literal[int](0) is another signature than int64)
+_0 = np.int64(0)
+_TRUE = np.bool_(True)
 NEG_INF = np.float32(-np.inf)
 POS_INF = np.float32(np.inf)
 _FN = dict(cache=True, error_model="numpy")
@@ -226,7 +230,7 @@ def _core(b, x, smooth, group, y, scale, offset, wsx, wsn, td, tpl, div_model, p
         ne = td.rowPerHeadCore if j < hs else td.rowPerTailCore
         e0 = j * td.rowPerHeadCore if j < hs else hs * td.rowPerHeadCore + (j - hs) * td.rowPerTailCore
         if phase == 1:
-            mx, mn = _span_chunks(x, y, tok, L, e0, ne, ele, buf, tmp, sm, k, True, NEG_INF, POS_INF)
+            mx, mn = _span_chunks(x, y, tok, L, e0, ne, ele, buf, tmp, sm, k, _TRUE, NEG_INF, POS_INF)
             wsx[b] = mx
             wsn[b] = mn
             return
@@ -250,7 +254,7 @@ def _core(b, x, smooth, group, y, scale, offset, wsx, wsn, td, tpl, div_model, p
     s = np.float32(0.0)
     o = np.float32(0.0)
     if per_tensor and phase == 2:
-        mx, mn = _fold_ws(wsx, wsn, 0, td.coreNum)
+        mx, mn = _fold_ws(wsx, wsn, _0, td.coreNum)
         if ASYM:
             s, o = _scale_offset(mx, mn, c, k2, div_model)
         else:
@@ -273,19 +277,19 @@ def _core(b, x, smooth, group, y, scale, offset, wsx, wsn, td, tpl, div_model, p
                 sidx, gv = _smooth_index(group, td.groupNum, real, gv, sidx + 1)
                 rq.load_row_f32(sm, smooth, sidx * L, L, XDT, sm, False)
         if per_tensor and phase == 1:
-            amx, amn = _span_chunks(x, y, r, L, 0, L, ele, buf, tmp, sm, k, large, amx, amn)
+            amx, amn = _span_chunks(x, y, r, L, _0, L, ele, buf, tmp, sm, k, large, amx, amn)
         elif per_tensor:
-            _span_quant(x, y, r, L, 0, L, ele, buf, ti, tu, sm, s, o, div_model)
+            _span_quant(x, y, r, L, _0, L, ele, buf, ti, tu, sm, s, o, div_model)
         else:
             # (full load keeps the row in UB between the two passes; reading it again gives the same values)
-            mx, mn = _span_chunks(x, y, r, L, 0, L, ele, buf, tmp, sm, k, large, NEG_INF, POS_INF)
+            mx, mn = _span_chunks(x, y, r, L, _0, L, ele, buf, tmp, sm, k, large, NEG_INF, POS_INF)
             if ASYM:
                 s, o = _scale_offset(mx, mn, c, k2, div_model)
                 offset[r] = o
             else:
                 s = mx
             scale[r] = s
-            _span_quant(x, y, r, L, 0, L, ele, buf, ti, tu, sm, s, o, div_model)
+            _span_quant(x, y, r, L, _0, L, ele, buf, ti, tu, sm, s, o, div_model)
     if per_tensor and phase == 1:
         wsx[b] = amx
         wsn[b] = amn
