@@ -350,7 +350,7 @@ class A8W4Sub:
             s2g = np.ascontiguousarray(s2[g], np.float32)
             for j0, parts in v4.group_batches(hl[2 * r0:2 * (r0 + mg)], self.wv[g].astype(np.float32), gs):
                 with serial_below(parts.nbytes + 2 * wsg.nbytes):    # small steps: no pool waking between GEMMs
-                    v4_kernel.msd_fused_kernel(parts, j0, s2g, wsg, cfg)
+                    v4_kernel.msd_fused_kernel_rint(parts, j0, s2g, wsg, cfg)
         if self.plan.with_offset:
             rowsum = self.x.astype(np.int64).sum(axis=1).astype(np.float32)   # |Σ| < 2^24: exact in any order
             off = _f32(self.offset).reshape(e, n)

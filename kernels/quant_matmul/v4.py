@@ -244,12 +244,15 @@ def compute_msd(res, ops, sw, user_tiling=None, block_dim=None):
     ws = np.zeros(2 * m * n, np.uint16)                     # the fp16 workspace, zeroed before the atomic adds
     rmode, sat = _rmode_sat(sw)
     cfg = np.array([rmode, sat], np.int64)
+    rint = rmode == scalar.CAST_RINT and not sat           # the default: kernels with the mode as a constant
+    fused = v4_kernel.msd_fused_kernel_rint if rint else v4_kernel.msd_fused_kernel
+    group = v4_kernel.msd_group_kernel_rint if rint else v4_kernel.msd_group_kernel
     for j0, parts in group_batches(hl, w, gs):             # |sum| <= k·8·8 < 2^24 for k <= 29576
         if not sw.faithful:
-            v4_kernel.msd_fused_kernel(parts, j0, s2, ws.reshape(2 * m, n), cfg)
+            fused(parts, j0, s2, ws.reshape(2 * m, n), cfg)
             continue
         for jj in range(parts.shape[0]):
-            launch(v4_kernel.msd_group_kernel, tr.block_dim, tr.tiling, parts[jj].reshape(-1),
+            launch(group, tr.block_dim, tr.tiling, parts[jj].reshape(-1),
                    np.ascontiguousarray(s2[j0 + jj]), ws, cfg, ub_size=tr.ub_size, validate=False)
     y_off = np.ascontiguousarray(operands.scale_values(ops["y_offset"]).reshape(-1), np.float32)
     y = np.empty(m * n, np.float32)

@@ -221,52 +221,75 @@ def _fixpipe_f16_add(ws_val, v, rmode, sat):
     return scalar.f32_to_f16(scalar.f16_to_f32(ws_val) + scalar.f16_to_f32(h), scalar.CAST_RINT, False)
 
 
+@njit(inline="always", cache=True, error_model="numpy")
+def _msd_group_core(core, block_dim, geo, total, part, s2, ws, rmode, sat):
+    """msd_group_kernel's work of one core. Inlined, so that the constant mode of the _rint kernels reaches the
+    element loop and it vectorises."""
+    n = geo[1]
+    for idx in range(np.int64(core), total, block_dim):
+        b, r0, rows, c0, cols = _block(geo, idx)
+        for i in range(rows):
+            base = (r0 + i) * n
+            for c in range(c0, c0 + cols):
+                ws[base + c] = _fixpipe_f16_add(ws[base + c], part[base + c] * s2[c], rmode, sat)
+
+
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def msd_group_kernel(block_dim, td, ub_size, part, s2, ws, cfg):
     """k group g of the 2m-row hi/lo matrix: ws = fp16(ws + fp16(f32(part·t19(x2Scale[g, n])))).
 
     part flat (2M, N) float32 exact integers; s2 (N,) the FP19 scales of group g; ws flat (2M, N) uint16 fp16
-    bits (zeroed before the first group)."""
+    bits (zeroed before the first group). Any Fixpipe round mode (cfg); the default one, CAST_RINT without
+    saturation, takes msd_group_kernel_rint: a kernel holding both loops compiled both (cold A8W4 MSD call)."""
     rmode = cfg[MSD_RMODE]
     sat = cfg[MSD_SAT] != 0
     geo, total = _walk_msd(td, False)
-    n = geo[1]
     for core in prange(block_dim):
-        for idx in range(np.int64(core), total, block_dim):
-            b, r0, rows, c0, cols = _block(geo, idx)
-            for i in range(rows):
-                base = (r0 + i) * n
-                if rmode == scalar.CAST_RINT and not sat:       # constant arguments: the loop vectorises
-                    for c in range(c0, c0 + cols):
-                        ws[base + c] = _fixpipe_f16_add(ws[base + c], part[base + c] * s2[c], scalar.CAST_RINT,
-                                                        False)
-                else:
-                    for c in range(c0, c0 + cols):
-                        ws[base + c] = _fixpipe_f16_add(ws[base + c], part[base + c] * s2[c], rmode, sat)
+        _msd_group_core(core, block_dim, geo, total, part, s2, ws, rmode, sat)
+
+
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
+def msd_group_kernel_rint(block_dim, td, ub_size, part, s2, ws, cfg):
+    """msd_group_kernel for CAST_RINT without saturation (``cfg`` unread: the launch signature of the other)."""
+    geo, total = _walk_msd(td, False)
+    for core in prange(block_dim):
+        _msd_group_core(core, block_dim, geo, total, part, s2, ws, scalar.CAST_RINT, False)
+
+
+@njit(inline="always", cache=True, error_model="numpy")
+def _msd_fused_tile(parts, j0, s2, ws, t, nch, rmode, sat):
+    """msd_fused_kernel's output tile t (one row x up to FUSED_COLS columns), groups in ascending k order."""
+    gb, rows, n = parts.shape
+    row = t // nch
+    c0 = (t % nch) * FUSED_COLS
+    w = min(n - c0, FUSED_COLS)
+    wr = ws[row, c0:c0 + w]
+    for jj in range(gb):
+        pr = parts[jj, row, c0:c0 + w]
+        sr = s2[j0 + jj, c0:c0 + w]
+        for c in range(w):
+            wr[c] = _fixpipe_f16_add(wr[c], pr[c] * sr[c], rmode, sat)
 
 
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")
 def msd_fused_kernel(parts, j0, s2, ws, cfg):
     """msd_group_kernel for k groups j0 .. j0 + gb - 1 in one pass: parts (gb, 2M, N); s2 (G, N); ws (2M, N) fp16
-    bits (zeroed before group 0)."""
-    gb, rows, n = parts.shape
+    bits (zeroed before group 0). Any round mode; msd_fused_kernel_rint for the default one."""
+    rows, n = parts.shape[1], parts.shape[2]
     rmode = cfg[MSD_RMODE]
     sat = cfg[MSD_SAT] != 0
     nch = (n + FUSED_COLS - 1) // FUSED_COLS
     for t in prange(rows * nch):
-        row = t // nch
-        c0 = (t % nch) * FUSED_COLS
-        w = min(n - c0, FUSED_COLS)
-        wr = ws[row, c0:c0 + w]
-        for jj in range(gb):
-            pr = parts[jj, row, c0:c0 + w]
-            sr = s2[j0 + jj, c0:c0 + w]
-            if rmode == scalar.CAST_RINT and not sat:           # constant arguments: the loop vectorises
-                for c in range(w):
-                    wr[c] = _fixpipe_f16_add(wr[c], pr[c] * sr[c], scalar.CAST_RINT, False)
-            else:
-                for c in range(w):
-                    wr[c] = _fixpipe_f16_add(wr[c], pr[c] * sr[c], rmode, sat)
+        _msd_fused_tile(parts, j0, s2, ws, t, nch, rmode, sat)
+
+
+@njit(parallel=PARALLEL, cache=True, error_model="numpy")
+def msd_fused_kernel_rint(parts, j0, s2, ws, cfg):
+    """msd_fused_kernel for CAST_RINT without saturation (``cfg`` unread)."""
+    rows, n = parts.shape[1], parts.shape[2]
+    nch = (n + FUSED_COLS - 1) // FUSED_COLS
+    for t in prange(rows * nch):
+        _msd_fused_tile(parts, j0, s2, ws, t, nch, scalar.CAST_RINT, False)
 
 
 @njit(parallel=PARALLEL, cache=True, error_model="numpy")

@@ -564,6 +564,26 @@ def test_fused_equals_faithful_over_group_batches(case, monkeypatch):
     same(call(faithful=True), fast)
 
 
+@pytest.mark.parametrize("fixpipe_round, cast_overflow", [("half_away", "inf"), ("rne", "saturate"),
+                                                          ("half_away", "saturate")])
+def test_msd_other_fixpipe_modes(fixpipe_round, cast_overflow):
+    # The default Fixpipe cast (RNE, overflow to Inf) takes the kernels with the mode as a constant; the others take
+    # the general kernels (v4.compute_msd picks). Scales large enough that fp16 workspace values overflow 65504
+    # and round on half-way ties; fast, faithful and the golden agree bit for bit.
+    rng = np.random.default_rng(7)
+    m, k, n = 6, 512, 32
+    x1 = int8s(rng, (m, k))
+    w = int4s(rng, (k, n))
+    words = npu_trans_quant_param(rng.uniform(1.0, 40.0, 2 * n).astype(np.float32)).reshape(2, n)
+    y_off = rng.uniform(-1, 1, n).astype(np.float32)
+    x1s = rng.uniform(0.5, 2, (m, 1)).astype(np.float32)
+    kw = dict(group_sizes=[0, 0, 256], fixpipe_round=fixpipe_round, cast_overflow=cast_overflow)
+    fast = msd(x1, w, words, y_off, x1s, "float16", **kw)
+    same(fast, golden.a8w4_msd(x1, w, words, y_off, x1s, out_dtype="float16", fixpipe_round=fixpipe_round,
+                               cast_overflow=cast_overflow))
+    same(msd(x1, w, words, y_off, x1s, "float16", faithful=True, **kw), fast)
+
+
 @pytest.mark.parametrize("m", [1, 2, 5])
 @pytest.mark.parametrize("per_group", [True, False])
 def test_msd_extreme_group_sums(m, per_group):
