@@ -1,4 +1,4 @@
-"""The T-CG weight prologue of QuantBatchMatmulV4 (docs/ops/quant_matmul.md §7.8): AntiquantW4Pergroup32NK / ...KN
+"""The T-CG weight prologue of QuantBatchMatmulV4 (docs/ops/quant_matmul.md §7.6): AntiquantW4Pergroup32NK / ...KN
 on the AIVs, which dequantise the fp4 weight group by group into x1's fp8 format before the fp8 cube.
 
 Specialised like kernel.py (npu_emu.device.specialize): the scale's format (``SCALE_F16``: float16, else bfloat16)
