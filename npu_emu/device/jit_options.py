@@ -22,6 +22,12 @@ from npu_emu.device import cache_lock  # noqa: E402
 
 cache_lock.install()
 
+# ... and to make numba's inliner copy a callee's scope once per inlining, not once per block (a compile-time
+# saving: npu_emu/device/inline_copy.py)
+from npu_emu.device import inline_copy  # noqa: E402
+
+inline_copy.install()
+
 # ... and to let npu_emu's own functions load the kernels a wheel built with NPU_EMU_BUILD_KERNELS=1 ships
 # (npu_emu/device/shipped_kernels.py; other functions' cache loads are untouched)
 from npu_emu.device import shipped_kernels  # noqa: E402

@@ -1,0 +1,155 @@
+"""numba's inliner with one scope copy per IR copy (npu_emu/device/inline_copy.py).
+
+The counts come from a counting ``Scope.__deepcopy__`` put on numba's IR class for the test: numba's own inliner
+copies a scope once per block per IR copy (two IR copies per call site), the hooked one copies each distinct scope
+object once per IR copy. The compiled results are compared with plain Python, so a wrong splice would show as a wrong value.
+"""
+
+import copy
+
+import numpy as np
+import pytest
+from numba import njit
+from numba.core import ir
+
+from npu_emu.ascendc.cast import Cast
+from npu_emu.ascendc.constants import (CAST_CEIL, CAST_FLOOR, CAST_RINT, CAST_ROUND, CAST_TRUNC, DT_FLOAT,
+                                       DT_FLOAT16, DT_INT8)
+from npu_emu.device import inline_copy
+
+
+@njit(inline="always")
+def _branchy(x, k):
+    # several blocks: the copies' cost grows with them
+    if k == 0:
+        return x + 1.0
+    if k == 1:
+        return x * 2.0
+    if k == 2:
+        return x - 3.0
+    t = 0.0
+    for i in range(k):
+        t += x * i
+    return t
+
+
+def _callers():
+    # fresh functions per run: numba compiles (and inlines) each once per process
+    @njit
+    def two_sites(x, k):
+        return _branchy(x, k) + _branchy(x + 1.0, k + 1)
+
+    return two_sites
+
+
+def _expected(x, k):
+    def one(x, k):
+        if k == 0:
+            return x + 1.0
+        if k == 1:
+            return x * 2.0
+        if k == 2:
+            return x - 3.0
+        return sum(x * i for i in range(k))
+
+    return one(x, k) + one(x + 1.0, k + 1)
+
+
+def _chain(scope):
+    out = []
+    while scope is not None:
+        out.append(scope)
+        scope = scope.parent
+    return out
+
+
+@pytest.fixture
+def copies(monkeypatch):
+    """Counts scope deep copies, and records per inlining the callee's blocks and distinct scope objects."""
+    from numba.core import inline_closurecall as icc
+
+    scopes, inlines = [], []
+
+    def counting(self, memo):
+        scopes.append(id(self))
+        new = ir.Scope.__new__(ir.Scope)
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            setattr(new, k, copy.deepcopy(v, memo))
+        return new
+
+    monkeypatch.setattr(ir.Scope, "__deepcopy__", counting, raising=False)
+
+    def run(hooked):
+        if not hooked:
+            inline_copy.uninstall()
+        inner = icc.InlineWorker.inline_ir
+
+        def recording(self, caller_ir, block, i, callee_ir, *args, **kwargs):
+            blocks = list(callee_ir.blocks.values())
+            chains = [_chain(b.scope) for b in blocks]          # a scope and its parents (numba's global scope)
+            inlines.append((sum(len(c) for c in chains), len({id(sc) for c in chains for sc in c}),
+                            len(blocks)))
+            return inner(self, caller_ir, block, i, callee_ir, *args, **kwargs)
+
+        icc.InlineWorker.inline_ir = recording
+        try:
+            f = _callers()
+            for k in range(6):
+                assert f(1.5, k) == _expected(1.5, k)
+        finally:
+            icc.InlineWorker.inline_ir = inner
+            inline_copy.install()
+        return scopes, inlines
+
+    return run
+
+
+def test_one_copy_of_each_scope_per_ir_copy(copies):
+    assert inline_copy.installed()          # jit_options installs it (npu_emu's kernels all import that module)
+    scopes, inlines = copies(True)
+    assert len(inlines) == 2                # two call sites
+    # inline_ir copies the IR twice; each copy copies each distinct scope object once
+    assert len(scopes) == sum(2 * n_scopes for _, n_scopes, _ in inlines)
+
+
+def test_numba_alone_copies_the_scope_per_block(copies):
+    scopes, inlines = copies(False)
+    assert len(inlines) == 2
+    # the per-block copies this module removes (every block's deepcopy copies its scope and the scope's parents)
+    assert len(scopes) == sum(2 * per_block for per_block, _, _ in inlines)
+    assert all(n_blocks >= 5 for _, _, n_blocks in inlines)
+
+
+def _cast_kernel():
+    @njit
+    def k(y8, h16, x, mode):
+        # float32 -> half -> int8 in one rounding mode: two inlined Cast call sites, each of ~57 blocks
+        Cast(h16, x, mode, len(x), DT_FLOAT16, DT_FLOAT)
+        Cast(y8, h16, mode, len(x), DT_INT8, DT_FLOAT16)
+
+    return k
+
+
+def test_instruction_bits_with_and_without_the_hook():
+    """The instruction layer's Cast inlined both ways gives the same bytes in every rounding mode."""
+    rng = np.random.default_rng(3)
+    x = np.concatenate([(rng.standard_normal(4096) * 60).astype(np.float32),
+                        np.array([0.5, 1.5, 2.5, -0.5, -2.5, 127.5, -128.5, 1e6, -1e6, np.inf, -np.inf, np.nan],
+                                 np.float32)])
+    outs = {}
+    for hooked in (True, False):
+        if not hooked:
+            inline_copy.uninstall()
+        try:
+            k = _cast_kernel()
+            for mode in (CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_TRUNC, CAST_ROUND):
+                y8, h16 = np.zeros(len(x), np.int8), np.zeros(len(x), np.uint16)
+                k(y8, h16, x, mode)
+                outs[hooked, mode] = (y8.view(np.uint8).tobytes(), h16.tobytes())
+        finally:
+            inline_copy.install()
+    for mode in (CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_TRUNC, CAST_ROUND):
+        assert outs[True, mode] == outs[False, mode]
+    # the modes differ from each other, so the comparison sees the mode argument through the inlined code
+    assert len({outs[True, m][0] for m in (CAST_RINT, CAST_FLOOR, CAST_CEIL)}) == 3
