@@ -24,6 +24,7 @@ inliner module's ``copy`` name is replaced by a stand-in whose ``deepcopy`` uses
 """
 
 import copy as _copy
+import functools
 import os
 import threading
 
@@ -68,6 +69,7 @@ def install():
         return True
     inline_ir = cls.inline_ir
 
+    @functools.wraps(inline_ir)          # __wrapped__ is what uninstall() puts back
     def shared_scope_inline_ir(self, *args, **kwargs):
         stack = getattr(_state, "memos", None)
         if stack is None:
@@ -78,10 +80,6 @@ def install():
         finally:
             stack.pop()
 
-    shared_scope_inline_ir.__wrapped__ = inline_ir
-    shared_scope_inline_ir.__name__ = inline_ir.__name__
-    shared_scope_inline_ir.__qualname__ = inline_ir.__qualname__
-    shared_scope_inline_ir.__doc__ = inline_ir.__doc__
     icc.copy = _CopyModule(ir.Block)
     cls.inline_ir = shared_scope_inline_ir
     setattr(cls, _MARK, True)
