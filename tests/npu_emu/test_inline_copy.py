@@ -6,6 +6,9 @@ object once per IR copy. The compiled results are compared with plain Python, so
 """
 
 import copy
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -145,3 +148,16 @@ def test_instruction_bits_with_and_without_the_hook():
         assert outs[True, mode] == outs[False, mode]
     # the modes differ from each other, so the comparison sees the mode argument through the inlined code
     assert len({outs[True, m][0] for m in (CAST_RINT, CAST_FLOOR, CAST_CEIL)}) == 3
+
+
+def test_switch_leaves_numba_untouched():
+    code = ("import npu_emu.device.jit_options\n"     # every module with kernels imports it first
+            "from numba.core import inline_closurecall as icc\n"
+            "from npu_emu.device import inline_copy\n"
+            "import copy\n"
+            "print(inline_copy.installed(), icc.copy is copy)\n")
+    for flag, want in (("0", "False True"), ("1", "True False")):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, NPU_EMU_INLINE_COPY=flag))
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert r.stdout.split() == want.split()
