@@ -13,14 +13,13 @@ per copy of the IR and the copy has the original's object graph: one scope objec
 same variable objects in every block. Nothing else changes: the inliner renames the variables and
 re-points every block at the caller's scope afterwards as before, and the generated code is the same (the whole
 test suite runs with it, bit for bit against the goldens). Measured (one configuration per fresh process, empty
-cache, 2-core box): AscendQuantV2 per channel 10.9 -> 9.9 s, Quantize with an int8 zero point 10.0 -> 8.4 s,
-DynamicMxQuantWithDualAxis FP4 scale_alg 2 14.1 -> 12.0 s, DequantSwigluQuant grouped faithful 12.3 -> 11.4 s.
+cache, 2-core box): AscendQuantV2 per channel 10.9 -> 9.6-10.1 s, Quantize with an int8 zero point 10.0 -> 8.3 s,
+DynamicMxQuantWithDualAxis FP4 scale_alg 2 14.1 -> 11.7 s (docs/getting_started.md has the others).
 
 It acts inside numba's inliner for every function the process compiles (a user's own numba code compiles faster
 the same way and gives the same result); ``NPU_EMU_INLINE_COPY=0`` leaves numba untouched. How it hooks in: the
 inliner module's ``copy`` name is replaced by a stand-in whose ``deepcopy`` uses a shared memo only for an
 ``ir.Block`` copied without a memo while ``inline_ir`` runs; every other call is ``copy.deepcopy`` itself.
-(The ids in ``made`` are of scopes the first memo keeps alive until ``inline_ir`` returns, so none is reused.)
 """
 
 import copy as _copy
@@ -45,6 +44,7 @@ class _CopyModule:
         if memo is None and stack is not None and stack and type(x) is self._block:
             # one memo per IR copy: inline_ir copies the callee's IR, then copies that copy. A block of the second
             # copy holds a scope the first copy made, so it goes to the second memo.
+            # (the scopes whose ids are in `made` live in the first memo until inline_ir returns: no id is reused)
             first, second, made = stack[-1]
             memo = second if id(x.scope) in made else first
             out = _copy.deepcopy(x, memo, _nil)
