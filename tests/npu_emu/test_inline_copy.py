@@ -2,7 +2,8 @@
 
 The counts come from a counting ``Scope.__deepcopy__`` put on numba's IR class for the test: numba's own inliner
 copies a scope once per block per IR copy (two IR copies per call site), the hooked one copies each distinct scope
-object once per IR copy. The compiled results are compared with plain Python, so a wrong splice would show as a wrong value.
+object once per IR copy. The compiled results are compared with the interpreted function, so a wrong splice would
+show as a wrong value.
 """
 
 import copy
