@@ -28,6 +28,12 @@ from npu_emu.device import inline_copy  # noqa: E402
 
 inline_copy.install()
 
+# ... and to spare numba's two gufunc wrapper libraries of each parallel kernel a whole-module re-optimisation of the
+# body they wrap (npu_emu/device/wrapper_passes.py)
+from npu_emu.device import wrapper_passes  # noqa: E402
+
+wrapper_passes.install()
+
 # ... and to let npu_emu's own functions load the kernels a wheel built with NPU_EMU_BUILD_KERNELS=1 ships
 # (npu_emu/device/shipped_kernels.py; other functions' cache loads are untouched)
 from npu_emu.device import shipped_kernels  # noqa: E402
