@@ -23,6 +23,8 @@ original unlocked code runs. Without ``fcntl`` (Windows) nothing is installed.
 import contextlib
 import os
 
+from npu_emu.device import method_hooks
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
@@ -62,44 +64,36 @@ def install():
         return False
     from numba.core import caching
 
-    cls = caching.IndexDataCacheFile
-    if getattr(cls, _MARK, False):
-        return True
-    save, load, flush = cls.save, cls.load, cls.flush
+    def locked_save(save):
+        def save_locked(self, key, data):
+            with _flocked(self._index_path, True):
+                return save(self, key, data)
+        return save_locked
 
-    def locked_save(self, key, data):
-        with _flocked(self._index_path, True):
-            return save(self, key, data)
+    def locked_load(load):
+        def load_locked(self, key):
+            with _flocked(self._index_path, False):
+                return load(self, key)
+        return load_locked
 
-    def locked_load(self, key):
-        with _flocked(self._index_path, False):
-            return load(self, key)
+    def locked_flush(flush):
+        def flush_locked(self):
+            with _flocked(self._index_path, True):
+                return flush(self)
+        return flush_locked
 
-    def locked_flush(self):
-        with _flocked(self._index_path, True):
-            return flush(self)
-
-    for name, fn, orig in (("save", locked_save, save), ("load", locked_load, load), ("flush", locked_flush, flush)):
-        fn.__wrapped__ = orig
-        fn.__name__, fn.__qualname__, fn.__doc__ = orig.__name__, orig.__qualname__, orig.__doc__
-        setattr(cls, name, fn)
-    setattr(cls, _MARK, True)
-    return True
+    return method_hooks.wrap(caching.IndexDataCacheFile, _MARK, save=locked_save, load=locked_load,
+                             flush=locked_flush)
 
 
 def uninstall():
     """Put numba's unlocked methods back (the race test uses it to show what the lock prevents)."""
     from numba.core import caching
 
-    cls = caching.IndexDataCacheFile
-    if not getattr(cls, _MARK, False):
-        return
-    for name in ("save", "load", "flush"):
-        setattr(cls, name, getattr(cls, name).__wrapped__)
-    setattr(cls, _MARK, False)
+    method_hooks.unwrap(caching.IndexDataCacheFile, _MARK, "save", "load", "flush")
 
 
 def installed():
     from numba.core import caching
 
-    return bool(getattr(caching.IndexDataCacheFile, _MARK, False))
+    return method_hooks.wrapped(caching.IndexDataCacheFile, _MARK)

@@ -23,9 +23,10 @@ inliner module's ``copy`` name is replaced by a stand-in whose ``deepcopy`` uses
 """
 
 import copy as _copy
-import functools
 import os
 import threading
+
+from npu_emu.device import method_hooks
 
 _MARK = "_npu_emu_inline_copy"
 ENABLED = os.environ.get("NPU_EMU_INLINE_COPY", "1").strip() not in ("0", "")
@@ -64,41 +65,33 @@ def install():
     from numba.core import inline_closurecall as icc
     from numba.core import ir
 
-    cls = icc.InlineWorker
-    if getattr(cls, _MARK, False):
-        return True
-    inline_ir = cls.inline_ir
+    def shared_scope(inline_ir):
+        def shared_scope_inline_ir(self, *args, **kwargs):
+            stack = getattr(_state, "memos", None)
+            if stack is None:
+                stack = _state.memos = []
+            stack.append(({}, {}, set()))
+            try:
+                return inline_ir(self, *args, **kwargs)
+            finally:
+                stack.pop()
+        return shared_scope_inline_ir
 
-    @functools.wraps(inline_ir)          # __wrapped__ is what uninstall() puts back
-    def shared_scope_inline_ir(self, *args, **kwargs):
-        stack = getattr(_state, "memos", None)
-        if stack is None:
-            stack = _state.memos = []
-        stack.append(({}, {}, set()))
-        try:
-            return inline_ir(self, *args, **kwargs)
-        finally:
-            stack.pop()
-
-    icc.copy = _CopyModule(ir.Block)
-    cls.inline_ir = shared_scope_inline_ir
-    setattr(cls, _MARK, True)
-    return True
+    if not method_hooks.wrapped(icc.InlineWorker, _MARK):
+        icc.copy = _CopyModule(ir.Block)
+    return method_hooks.wrap(icc.InlineWorker, _MARK, inline_ir=shared_scope)
 
 
 def uninstall():
     """Put numba's inliner back (the test compares the two)."""
     from numba.core import inline_closurecall as icc
 
-    cls = icc.InlineWorker
-    if not getattr(cls, _MARK, False):
-        return
-    cls.inline_ir = cls.inline_ir.__wrapped__
-    icc.copy = _copy
-    setattr(cls, _MARK, False)
+    if method_hooks.wrapped(icc.InlineWorker, _MARK):
+        icc.copy = _copy
+    method_hooks.unwrap(icc.InlineWorker, _MARK, "inline_ir")
 
 
 def installed():
     from numba.core import inline_closurecall as icc
 
-    return bool(getattr(icc.InlineWorker, _MARK, False))
+    return method_hooks.wrapped(icc.InlineWorker, _MARK)

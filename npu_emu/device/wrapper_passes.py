@@ -18,8 +18,9 @@ It applies to every parallel function the process compiles (a user's own too, wi
 it runs); ``NPU_EMU_WRAPPER_PASSES=0`` leaves numba untouched.
 """
 
-import functools
 import os
+
+from npu_emu.device import method_hooks
 
 _MARK = "_npu_emu_wrapper_passes"
 SKIPPED = "_npu_emu_passes_skipped"
@@ -41,34 +42,25 @@ def install():
         return False
     from numba.core import codegen
 
-    cls = codegen.CPUCodeLibrary
-    if getattr(cls, _MARK, False):
-        return True
-    optimize = cls._optimize_final_module
+    def wrapper_aware(optimize):
+        def optimize_unless_wrapper(self):
+            if is_wrapper(self.name):
+                setattr(self, SKIPPED, True)
+                return None
+            return optimize(self)
+        return optimize_unless_wrapper
 
-    @functools.wraps(optimize)           # __wrapped__ is what uninstall() puts back
-    def wrapper_aware(self):
-        if is_wrapper(self.name):
-            setattr(self, SKIPPED, True)
-            return None
-        return optimize(self)
-
-    cls._optimize_final_module = wrapper_aware
-    setattr(cls, _MARK, True)
-    return True
+    return method_hooks.wrap(codegen.CPUCodeLibrary, _MARK, _optimize_final_module=wrapper_aware)
 
 
 def uninstall():
     """Put numba's method back (the test compares the two)."""
     from numba.core import codegen
 
-    cls = codegen.CPUCodeLibrary
-    if getattr(cls, _MARK, False):
-        cls._optimize_final_module = cls._optimize_final_module.__wrapped__
-        setattr(cls, _MARK, False)
+    method_hooks.unwrap(codegen.CPUCodeLibrary, _MARK, "_optimize_final_module")
 
 
 def installed():
     from numba.core import codegen
 
-    return bool(getattr(codegen.CPUCodeLibrary, _MARK, False))
+    return method_hooks.wrapped(codegen.CPUCodeLibrary, _MARK)

@@ -1,0 +1,33 @@
+"""Wrapping a numba class's methods in place, idempotently and reversibly: the one way the cache lock and the
+compile-time hooks (cache_lock.py, inline_copy.py, wrapper_passes.py) change numba's behaviour.
+
+A hooked class carries a mark attribute, so a second ``wrap`` is a no-op; each wrapper keeps the original as
+``__wrapped__`` (``functools.wraps``), which ``unwrap`` puts back (the tests compare numba with and without a hook).
+"""
+
+import functools
+
+
+def wrap(cls, mark, **makers):
+    """Replace each method ``name`` of ``cls`` by ``makers[name](original)``; no-op when ``cls`` carries ``mark``.
+    Returns True."""
+    if getattr(cls, mark, False):
+        return True
+    for name, make in makers.items():
+        original = getattr(cls, name)
+        setattr(cls, name, functools.wraps(original)(make(original)))
+    setattr(cls, mark, True)
+    return True
+
+
+def unwrap(cls, mark, *names):
+    """Put back the originals of the methods ``names`` that :func:`wrap` replaced."""
+    if not getattr(cls, mark, False):
+        return
+    for name in names:
+        setattr(cls, name, getattr(cls, name).__wrapped__)
+    setattr(cls, mark, False)
+
+
+def wrapped(cls, mark):
+    return bool(getattr(cls, mark, False))
