@@ -1,20 +1,30 @@
-"""No whole-module LLVM passes for numba's two gufunc wrapper libraries of a parallel kernel: a compile-time saving.
+"""Less LLVM work for the code libraries numba builds around a parallel kernel: a compile-time saving.
 
 numba compiles a function with a ``prange`` loop as four code libraries, each linking everything below it: the
 parfor body (``__numba_parfor_gufunc_*``, which links the functions it calls), a ``_GufuncWrapper`` library around
 it, a ``parallelgufuncwrapper`` library around that, and the kernel itself. Every library runs LLVM's whole-module
-passes over its final module, linked code included. The two wrapper libraries add a few instructions of glue, yet
-re-optimise the whole already-optimised body; the kernel's library then optimises everything once more, the glue
-included, and the kernel's machine code (the code that runs, and what numba caches) comes from there.
+passes over its final module, linked code included, and is turned into machine code. Yet only the kernel's library
+runs: the kernel calls the outer wrapper by name, so the wrappers and the body it reaches are the copies linked into
+the kernel's module, which the kernel's whole-module passes optimise once more (glue included) and whose machine
+code is what runs and what numba caches.
 
-:func:`install` makes ``_optimize_final_module`` a no-op for those two wrapper libraries of a parfor only, and marks
-them ``_npu_emu_passes_skipped``: the inner one is marked when numba builds it for a parfor (``is_parfors``), the
-outer one is the ``parallelgufuncwrapper`` library around a marked one. A ``@guvectorize`` function's wrapper,
-which is the code that runs for it, keeps its passes. The skipped libraries' functions still get numba's
-per-function passes, and they still become machine code as before. Measured (one configuration per fresh process, empty cache,
-2-core box): AscendQuantV2 per channel bf16 9.06 -> 8.50 s, DynamicMxQuantWithDualAxis FP4 scale_alg 2 11.35 ->
-10.70 s; the kernels' speed the same (AscendQuantV2 bf16 [4096, 7168] 98.5-98.7 ms against 97.9-98.9 ms,
-dual-axis E4M3 15.5-16.0 ms against 15.6-15.8 ms, best of 9).
+:func:`install` therefore, for a parfor only:
+
+* makes ``_optimize_final_module`` a no-op for the two wrapper libraries and for the parfor body's library, and
+  marks them ``_npu_emu_passes_skipped`` (their functions still get numba's per-function passes);
+* gives the two wrapper libraries no machine code: finalising them no longer adds their module to numba's JIT
+  engine (marked ``_npu_emu_no_machine_code``). numba links them by name and never asks for their addresses; a
+  name asked of the engine resolves to the copy in the kernel's machine code. The body's library still becomes
+  machine code: numba takes the address of its Python wrapper and points its environment there, through the
+  engine, before the kernel is finalised.
+
+The inner wrapper is marked when numba builds it for a parfor (``is_parfors``), the outer one is the
+``parallelgufuncwrapper`` library around a marked one. A ``@guvectorize`` function's wrapper, which is the code that
+runs for it, keeps its passes and its machine code. Measured (one configuration per fresh process, empty cache,
+2-core box): AscendQuantV2 per channel bf16 9.06 -> 8.50 s and DynamicMxQuantWithDualAxis FP4 scale_alg 2
+11.35 -> 10.70 s with the wrappers' passes skipped; the machine code and the body's passes then took that
+configuration from 11.24 s to 10.13-10.18 s. The kernels' speed is the same (medians of 15-41 calls, fresh caches,
+interleaved; in the commit notes and docs/getting_started.md).
 
 It applies to every ``parallel=True`` function the process compiles (a user's own too: the kernel's library still
 optimises everything that runs); ``NPU_EMU_WRAPPER_PASSES=0`` leaves numba untouched.
@@ -27,11 +37,14 @@ from npu_emu.device import method_hooks
 _MARK = "_npu_emu_wrapper_passes"
 SKIPPED = "_npu_emu_passes_skipped"
 PARFOR = "_npu_emu_parfor_wrapper"
+NO_CODE = "_npu_emu_no_machine_code"
 ENABLED = os.environ.get("NPU_EMU_WRAPPER_PASSES", "1").strip() not in ("0", "")
 
 # numba 0.68: numba/np/ufunc/parallel.py names the outer wrapper's library so; the inner one is a _GufuncWrapper's
 # (numba/np/ufunc/wrappers.py), which serves @guvectorize functions too: only a parfor's is marked (is_parfors)
 _PARALLEL_WRAPPER = "parallelgufuncwrapper"
+# numba 0.68: numba/parfors/parfor_lowering.py names a parfor body's function, hence its library, so
+_PARFOR_BODY = "__numba_parfor_gufunc_"
 
 
 def is_parfor_wrapper(lib):
@@ -41,8 +54,13 @@ def is_parfor_wrapper(lib):
     return lib.name == _PARALLEL_WRAPPER and any(getattr(sub, PARFOR, False) for sub in lib._linking_libraries)
 
 
+def is_parfor_body(lib):
+    return lib.name.startswith(_PARFOR_BODY)
+
+
 def install():
-    """Skip the parfor wrapper libraries' whole-module passes; idempotent. Returns True when in place."""
+    """Skip the whole-module passes of a parfor's body and wrapper libraries, and the wrappers' machine code;
+    idempotent. Returns True when in place."""
     if not ENABLED:
         return False
     from numba.core import codegen
@@ -57,14 +75,27 @@ def install():
 
     def wrapper_aware(optimize):
         def optimize_unless_wrapper(self):
-            if is_parfor_wrapper(self):
+            if is_parfor_wrapper(self) or is_parfor_body(self):
                 setattr(self, SKIPPED, True)
                 return None
             return optimize(self)
         return optimize_unless_wrapper
 
+    def finalize_without_code(finalize):
+        # numba's _finalize_final_module less the JIT engine: its checks, then finalised (finalize() has just
+        # linked, optimised and verified the module)
+        def finalize_unless_wrapper(self):
+            if not is_parfor_wrapper(self):
+                return finalize(self)
+            self._finalize_dynamic_globals()
+            self._verify_declare_only_symbols()
+            setattr(self, NO_CODE, True)
+            self._finalized = True
+        return finalize_unless_wrapper
+
     method_hooks.wrap(wrappers._GufuncWrapper, _MARK, _build_wrapper=mark_parfor)
-    return method_hooks.wrap(codegen.CPUCodeLibrary, _MARK, _optimize_final_module=wrapper_aware)
+    return method_hooks.wrap(codegen.CPUCodeLibrary, _MARK, _optimize_final_module=wrapper_aware,
+                             _finalize_final_module=finalize_without_code)
 
 
 def uninstall():
@@ -73,7 +104,7 @@ def uninstall():
     from numba.np.ufunc import wrappers
 
     method_hooks.unwrap(wrappers._GufuncWrapper, _MARK, "_build_wrapper")
-    method_hooks.unwrap(codegen.CPUCodeLibrary, _MARK, "_optimize_final_module")
+    method_hooks.unwrap(codegen.CPUCodeLibrary, _MARK, "_optimize_final_module", "_finalize_final_module")
 
 
 def installed():

@@ -1,8 +1,9 @@
-"""numba's gufunc wrapper libraries without whole-module passes (npu_emu/device/wrapper_passes.py).
+"""Less LLVM work around a parallel kernel (npu_emu/device/wrapper_passes.py).
 
 A fresh parallel function is compiled with and without the hook; the libraries it links are walked: with the hook
-exactly the two wrapper libraries are marked skipped (the kernel and the parfor body are not), without it none is.
-Results are compared with the interpreted function, and the two builds with each other bit for bit.
+exactly the two wrapper libraries and the parfor body skip the whole-module passes and exactly the two wrappers have
+no machine code (the kernel keeps both), without it none is marked. Results are compared with the interpreted
+function, and the two builds with each other bit for bit.
 """
 
 import importlib
@@ -47,28 +48,48 @@ def _build(hooked):
         out = np.empty_like(x)
         k(out, x, s)
         (cres,) = k.overloads.values()
+        _build.kernel = k
         return out, x, s, _libraries(cres.library)
     finally:
         wrapper_passes.install()
 
 
-def test_only_the_two_wrapper_libraries_skip_the_module_passes():
+def _marked(libs, mark):
+    return sorted(lib.name.split(" ")[0].split("_0x")[0] for lib in libs if getattr(lib, mark, False))
+
+
+def test_only_the_wrappers_and_the_body_skip_the_module_passes_and_only_the_wrappers_the_code():
     assert wrapper_passes.installed()       # jit_options installs it
     out, x, s, libs = _build(True)
-    skipped = [lib.name for lib in libs if getattr(lib, wrapper_passes.SKIPPED, False)]
-    assert len(skipped) == 2 and "parallelgufuncwrapper" in skipped
-    # the kernel's own library and the parfor body keep their passes
-    assert not getattr(libs[0], wrapper_passes.SKIPPED, False)
-    assert any(lib.name.startswith("__numba_parfor_gufunc") and not getattr(lib, wrapper_passes.SKIPPED, False)
-               for lib in libs)
+    assert _marked(libs, wrapper_passes.SKIPPED) == ["<numba.np.ufunc.wrappers._GufuncWrapper", "__numba_parfor_gufunc",
+                                                     "parallelgufuncwrapper"]
+    assert _marked(libs, wrapper_passes.NO_CODE) == ["<numba.np.ufunc.wrappers._GufuncWrapper",
+                                                     "parallelgufuncwrapper"]
+    # the kernel's own library keeps its passes and its machine code: it is what runs
+    assert not getattr(libs[0], wrapper_passes.SKIPPED, False) and not getattr(libs[0], wrapper_passes.NO_CODE, False)
     assert out.tobytes() == (x * s + np.float32(0.5)).astype(np.float32).tobytes()
+
+
+def test_a_wrapper_without_machine_code_still_has_an_address():
+    """numba never asks; if something does, the name resolves to the wrapper's copy in the kernel's machine code."""
+    out, x, s, libs = _build(True)
+    (outer,) = [lib for lib in libs if lib.name == "parallelgufuncwrapper"]
+    name = next(fn.name for fn in outer._final_module.functions
+                if not fn.is_declaration and fn.name.startswith("__gufunc__"))
+    assert getattr(outer, wrapper_passes.NO_CODE)
+    assert outer.get_pointer_to_function(name) != 0
+    again = np.empty_like(out)
+    _build.kernel(again, x, s)
+    assert again.tobytes() == out.tobytes() == (x * s + np.float32(0.5)).astype(np.float32).tobytes()
 
 
 def test_without_the_hook_nothing_is_skipped_and_the_bits_agree():
     hooked, x, s, _ = _build(True)
     plain, x2, s2, libs = _build(False)
-    assert not any(getattr(lib, wrapper_passes.SKIPPED, False) for lib in libs)
-    assert any(lib.name == "parallelgufuncwrapper" for lib in libs)     # the name the hook looks for still exists
+    assert not _marked(libs, wrapper_passes.SKIPPED) and not _marked(libs, wrapper_passes.NO_CODE)
+    # the names the hook looks for still exist
+    assert any(lib.name == "parallelgufuncwrapper" for lib in libs)
+    assert any(lib.name.startswith("__numba_parfor_gufunc_") for lib in libs)
     assert hooked.tobytes() == plain.tobytes()
 
 
@@ -96,4 +117,4 @@ def test_a_guvectorize_wrapper_keeps_its_passes():
     finally:
         codegen.CPUCodeLibrary._optimize_final_module = optimize
     wrappers = [lib for lib in seen if lib.name.startswith("<numba.np.ufunc.wrappers._GufuncWrapper")]
-    assert wrappers and not any(getattr(lib, wrapper_passes.SKIPPED, False) for lib in wrappers)
+    assert wrappers and not _marked(wrappers, wrapper_passes.SKIPPED) and not _marked(wrappers, wrapper_passes.NO_CODE)
