@@ -8,23 +8,26 @@ runs: the kernel calls the outer wrapper by name, so the wrappers and the body i
 the kernel's module, which the kernel's whole-module passes optimise once more (glue included) and whose machine
 code is what runs and what numba caches.
 
-:func:`install` therefore, for a parfor only:
+:func:`install` therefore, for a parfor's two wrapper libraries only:
 
-* makes ``_optimize_final_module`` a no-op for the two wrapper libraries and for the parfor body's library, and
-  marks them ``_npu_emu_passes_skipped`` (their functions still get numba's per-function passes);
-* gives the two wrapper libraries no machine code: finalising them no longer adds their module to numba's JIT
-  engine (marked ``_npu_emu_no_machine_code``). numba links them by name and never asks for their addresses; a
-  name asked of the engine resolves to the copy in the kernel's machine code. The body's library still becomes
-  machine code: numba takes the address of its Python wrapper and points its environment there, through the
-  engine, before the kernel is finalised.
+* makes ``_optimize_final_module`` a no-op and marks them ``_npu_emu_passes_skipped`` (their functions still get
+  numba's per-function passes);
+* gives them no machine code: finalising them no longer adds their module to numba's JIT engine (marked
+  ``_npu_emu_no_machine_code``). numba links them by name and never asks for their addresses; a name asked of the
+  engine resolves to the copy in the kernel's machine code.
+
+The parfor body's library keeps both. numba takes the address of its Python wrapper and points its environment there,
+through the engine, so it needs its machine code; and skipping its whole-module passes, tried, crashed numba's own
+test of a set built inside a ``prange`` loop (``test_no_hoisting_with_member_function_call``), so numba's code relies
+on them there.
 
 The inner wrapper is marked when numba builds it for a parfor (``is_parfors``), the outer one is the
 ``parallelgufuncwrapper`` library around a marked one. A ``@guvectorize`` function's wrapper, which is the code that
 runs for it, keeps its passes and its machine code. Measured (one configuration per fresh process, empty cache,
 2-core box): AscendQuantV2 per channel bf16 9.06 -> 8.50 s and DynamicMxQuantWithDualAxis FP4 scale_alg 2
-11.35 -> 10.70 s with the wrappers' passes skipped; the machine code and the body's passes then took that
-configuration from 11.24 s to 10.13-10.18 s. The kernels' speed is the same (medians of 15-41 calls, fresh caches,
-interleaved; in the commit notes and docs/getting_started.md).
+11.35 -> 10.70 s with the wrappers' passes skipped; their machine code then took that configuration from 11.24 to
+10.39 s. The kernels' speed is the same (medians of 15-41 calls, fresh caches, interleaved; docs/getting_started.md).
+numba's own parfor and prange tests pass with the hook in place.
 
 It applies to every ``parallel=True`` function the process compiles (a user's own too: the kernel's library still
 optimises everything that runs); ``NPU_EMU_WRAPPER_PASSES=0`` leaves numba untouched.
@@ -43,8 +46,6 @@ ENABLED = os.environ.get("NPU_EMU_WRAPPER_PASSES", "1").strip() not in ("0", "")
 # numba 0.68: numba/np/ufunc/parallel.py names the outer wrapper's library so; the inner one is a _GufuncWrapper's
 # (numba/np/ufunc/wrappers.py), which serves @guvectorize functions too: only a parfor's is marked (is_parfors)
 _PARALLEL_WRAPPER = "parallelgufuncwrapper"
-# numba 0.68: numba/parfors/parfor_lowering.py names a parfor body's function, hence its library, so
-_PARFOR_BODY = "__numba_parfor_gufunc_"
 
 
 def is_parfor_wrapper(lib):
@@ -54,13 +55,9 @@ def is_parfor_wrapper(lib):
     return lib.name == _PARALLEL_WRAPPER and any(getattr(sub, PARFOR, False) for sub in lib._linking_libraries)
 
 
-def is_parfor_body(lib):
-    return lib.name.startswith(_PARFOR_BODY)
-
-
 def install():
-    """Skip the whole-module passes of a parfor's body and wrapper libraries, and the wrappers' machine code;
-    idempotent. Returns True when in place."""
+    """Skip the whole-module passes and the machine code of a parfor's two wrapper libraries; idempotent. Returns
+    True when in place."""
     if not ENABLED:
         return False
     from numba.core import codegen
@@ -75,7 +72,7 @@ def install():
 
     def wrapper_aware(optimize):
         def optimize_unless_wrapper(self):
-            if is_parfor_wrapper(self) or is_parfor_body(self):
+            if is_parfor_wrapper(self):
                 setattr(self, SKIPPED, True)
                 return None
             return optimize(self)

@@ -1,8 +1,8 @@
 """Less LLVM work around a parallel kernel (npu_emu/device/wrapper_passes.py).
 
 A fresh parallel function is compiled with and without the hook; the libraries it links are walked: with the hook
-exactly the two wrapper libraries and the parfor body skip the whole-module passes and exactly the two wrappers have
-no machine code (the kernel keeps both), without it none is marked. Results are compared with the interpreted
+exactly the two wrapper libraries skip the whole-module passes and have no machine code (the kernel and the parfor
+body keep both), without it none is marked. Results are compared with the interpreted
 function, and the two builds with each other bit for bit.
 """
 
@@ -58,15 +58,15 @@ def _marked(libs, mark):
     return sorted(lib.name.split(" ")[0].split("_0x")[0] for lib in libs if getattr(lib, mark, False))
 
 
-def test_only_the_wrappers_and_the_body_skip_the_module_passes_and_only_the_wrappers_the_code():
+def test_only_the_two_wrappers_skip_the_module_passes_and_the_machine_code():
     assert wrapper_passes.installed()       # jit_options installs it
     out, x, s, libs = _build(True)
-    assert _marked(libs, wrapper_passes.SKIPPED) == ["<numba.np.ufunc.wrappers._GufuncWrapper", "__numba_parfor_gufunc",
-                                                     "parallelgufuncwrapper"]
-    assert _marked(libs, wrapper_passes.NO_CODE) == ["<numba.np.ufunc.wrappers._GufuncWrapper",
-                                                     "parallelgufuncwrapper"]
-    # the kernel's own library keeps its passes and its machine code: it is what runs
+    wrappers = ["<numba.np.ufunc.wrappers._GufuncWrapper", "parallelgufuncwrapper"]
+    assert _marked(libs, wrapper_passes.SKIPPED) == wrappers
+    assert _marked(libs, wrapper_passes.NO_CODE) == wrappers
+    # the kernel's own library (what runs) and the parfor body's keep their passes and their machine code
     assert not getattr(libs[0], wrapper_passes.SKIPPED, False) and not getattr(libs[0], wrapper_passes.NO_CODE, False)
+    assert any(lib.name.startswith("__numba_parfor_gufunc_") for lib in libs)
     assert out.tobytes() == (x * s + np.float32(0.5)).astype(np.float32).tobytes()
 
 
@@ -118,3 +118,59 @@ def test_a_guvectorize_wrapper_keeps_its_passes():
         codegen.CPUCodeLibrary._optimize_final_module = optimize
     wrappers = [lib for lib in seen if lib.name.startswith("<numba.np.ufunc.wrappers._GufuncWrapper")]
     assert wrappers and not _marked(wrappers, wrapper_passes.SKIPPED) and not _marked(wrappers, wrapper_passes.NO_CODE)
+
+
+def _reducing():
+    # a reduction returns through both wrappers; two prange loops make two parfors, each with its own libraries
+    @njit(parallel=True)
+    def k(x, y):
+        acc = np.float32(0)
+        for i in prange(x.shape[0]):
+            acc += x[i] * x[i]
+        for i in prange(x.shape[0]):
+            y[i] = x[i] - acc
+        return acc
+
+    return k
+
+
+def test_reductions_and_two_parfors_through_code_less_wrappers():
+    """Same results with and without the hook; with it, each parfor's two wrappers have no machine code."""
+    x = np.linspace(-2, 3, 1000).astype(np.float32)
+    results = []
+    for hooked in (True, False):
+        if not hooked:
+            wrapper_passes.uninstall()
+        try:
+            k = _reducing()
+            y = np.empty_like(x)
+            acc = k(x, y)
+            results.append((np.float32(acc).tobytes(), y.tobytes()))
+            libs = _libraries(next(iter(k.overloads.values())).library)
+            assert len(_marked(libs, wrapper_passes.NO_CODE)) == (4 if hooked else 0)
+            assert len(_marked(libs, wrapper_passes.SKIPPED)) == (4 if hooked else 0)
+        finally:
+            wrapper_passes.install()
+    assert results[0] == results[1]
+    # the reduction's order is the threads' (not checked); the second loop subtracts exactly what was returned
+    acc = np.frombuffer(results[0][0], np.float32)[0]
+    assert results[0][1] == (x - acc).astype(np.float32).tobytes()
+
+
+def test_a_set_built_inside_the_prange():
+    """numba's own test_no_hoisting_with_member_function_call: the parfor body's reference counting relies on the
+    body library's whole-module passes, and crashed when they were skipped as well (they are not)."""
+    @njit(parallel=True)
+    def k(x):
+        acc = 0
+        for i in prange(x.shape[0]):
+            r = {1, 2, 3}
+            r.add(i)
+            t = 0
+            for v in r:
+                t += v
+            acc += t
+        return acc
+
+    x = np.zeros(128)
+    assert k(x) == sum(sum({1, 2, 3} | {i}) for i in range(128))
