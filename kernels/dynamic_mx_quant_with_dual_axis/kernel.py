@@ -51,8 +51,9 @@ from npu_emu.device.specialize import const, load, njit
 
 _FN = dict(cache=True, error_model="numpy")
 # _segment and _core have one call site each: inlined, so that LLVM does not optimise them once more on their own
-# (each non-inlined function is optimised again, with what it calls, by its caller). _core inlined: FP4 scale_alg 2
-# first call 10.13 -> 9.6 s, same kernel speed; numba then allocates _core's scratch once per thread, not per core
+# (each non-inlined function is optimised again, with what it calls, by its caller). _core inlined: the FP4
+# scale_alg 2 first call 11.24 -> 10.74 s (wrappers' passes skipped, their machine code kept), same kernel speed;
+# numba then hoists _core's scratch allocations out of the prange: once per thread, not once per core
 _INL = dict(inline="always", cache=True, error_model="numpy")
 
 # read every switch before loading the mx_quant copy (a nested load resets the switches of this one)
