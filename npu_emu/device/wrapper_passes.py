@@ -80,7 +80,7 @@ def install():
 
     def finalize_without_code(finalize):
         # numba's _finalize_final_module less the JIT engine: its checks, then finalised (finalize() has just
-        # linked, optimised and verified the module)
+        # linked and verified the module)
         def finalize_unless_wrapper(self):
             if not is_parfor_wrapper(self):
                 return finalize(self)
