@@ -29,7 +29,7 @@ from npu_emu.device import inline_copy  # noqa: E402
 inline_copy.install()
 
 # ... and to spare numba's two gufunc wrapper libraries of each parallel kernel a whole-module re-optimisation of the
-# body they wrap (npu_emu/device/wrapper_passes.py)
+# body they wrap and machine code that never runs (npu_emu/device/wrapper_passes.py)
 from npu_emu.device import wrapper_passes  # noqa: E402
 
 wrapper_passes.install()

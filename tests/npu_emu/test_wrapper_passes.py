@@ -2,8 +2,8 @@
 
 A fresh parallel function is compiled with and without the hook; the libraries it links are walked: with the hook
 exactly the two wrapper libraries skip the whole-module passes and have no machine code (the kernel and the parfor
-body keep both), without it none is marked. Results are compared with the interpreted
-function, and the two builds with each other bit for bit.
+body keep both), without it none is marked. Results are compared with numpy's, and the two builds with each other
+bit for bit.
 """
 
 import importlib
