@@ -10,11 +10,11 @@ Count-mode ("tensor前n个数据计算") forms only; the mask / repeat forms are
 (docs/ops/sign_bits.md, docs/ops/gather_dequant_int8.md, docs/ops/mx_quant.md, docs/ops/quant_matmul.md).
 
 Modules: ``datacopy`` (DataCopy, DataCopyPad and their Python-level struct forms), ``vector`` (Duplicate, Add, Sub,
-Mul, Div, Max, Min, Adds, Muls, Abs, ShiftLeft, ShiftRight, And, Or, Not, ReduceMax, ReduceMin), ``transcendental``
-(Exp and Reciprocal, with the Exp model switch), ``activation`` (Relu, Silu, FasterGelu, Gelu), ``cmpsel`` (Compare,
-CompareScalar / Compares, Select), ``cast`` (Cast), ``mmad`` (Mmad, MmadParams, layout helpers), ``constants``
-(SELMODE, CMPMODE, RoundMode, DT_* tags, Cast flags), ``params`` (DataCopyParams), ``nz`` (NZ layout helpers),
-``deq`` (the enhanced CO1 -> CO2 DataCopy with dequantisation).
+Mul, Div, Max, Min, Adds, Muls, Maxs, Mins, Abs, ShiftLeft, ShiftRight, And, Or, Not, ReduceMax, ReduceMin),
+``transcendental`` (Exp and Reciprocal, with the Exp model switch), ``activation`` (Relu, Silu, FasterGelu, Gelu),
+``cmpsel`` (Compare, CompareScalar / Compares, Select), ``cast`` (Cast), ``mmad`` (Mmad, MmadParams, layout
+helpers), ``constants`` (SELMODE, CMPMODE, RoundMode, DT_* tags, Cast flags), ``params`` (DataCopyParams), ``nz``
+(NZ layout helpers), ``deq`` (the enhanced CO1 -> CO2 DataCopy with dequantisation).
 """
 
 from npu_emu.ascendc.activation import FasterGelu, Gelu, Relu, Silu
@@ -41,6 +41,8 @@ from npu_emu.ascendc.vector import (
     Duplicate,
     Max,
     Min,
+    Maxs,
+    Mins,
     Mul,
     Muls,
     Not,
@@ -56,8 +58,8 @@ from npu_emu.ascendc.transcendental import EXP_CORRECTLY_ROUNDED, EXP_EXP2, Exp,
 __all__ = [
     "DataCopy", "DataCopyPad", "DataCopyParams", "DataCopyExtParams", "DataCopyPadExtParams", "data_copy",
     "data_copy_pad",
-    "Duplicate", "Add", "Sub", "Mul", "Div", "Max", "Min", "Adds", "Muls", "Abs", "ShiftLeft", "ShiftRight", "And",
-    "Or", "Not", "ReduceMax", "ReduceMin",
+    "Duplicate", "Add", "Sub", "Mul", "Div", "Max", "Min", "Adds", "Muls", "Maxs", "Mins", "Abs", "ShiftLeft",
+    "ShiftRight", "And", "Or", "Not", "ReduceMax", "ReduceMin",
     "Exp", "Reciprocal", "EXP_CORRECTLY_ROUNDED", "EXP_EXP2",
     "Relu", "Silu", "FasterGelu", "Gelu",
     "Compare", "CompareScalar", "Compares", "Select",

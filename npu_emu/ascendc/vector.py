@@ -297,6 +297,28 @@ def Muls(dst, src, scalarValue, count, dtype=DT_AUTO, ftz=False):
         _binary_native(dst, src, as_elem(src, scalarValue), n, _MUL, ftz, True)
 
 
+@njit(**_INLINE)
+def Maxs(dst, src, scalarValue, count, dtype=DT_AUTO, nan_propagate=True):
+    """AscendC::Maxs(dst, src, scalarValue, count): dst[i] = max(src[i], scalarValue) (``Maxs.md``), the element
+    rule of :func:`Max` (signed zeros, NaN) with the scalar as the second operand."""
+    n = min(count, len(dst), len(src))
+    if dtype == DT_FLOAT16 or dtype == DT_BF16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_u16(dst, src, as_elem(src, scalarValue), n, _MAX, False, nan_propagate, dtype)
+    else:
+        _binary_native(dst, src, as_elem(src, scalarValue), n, _MAX, False, nan_propagate)
+
+
+@njit(**_INLINE)
+def Mins(dst, src, scalarValue, count, dtype=DT_AUTO, nan_propagate=True):
+    """AscendC::Mins(dst, src, scalarValue, count): dst[i] = min(src[i], scalarValue) (``Mins.md``), the element
+    rule of :func:`Min`."""
+    n = min(count, len(dst), len(src))
+    if dtype == DT_FLOAT16 or dtype == DT_BF16:  # (the tag test sits in each instruction so that numba prunes it)
+        _binary_u16(dst, src, as_elem(src, scalarValue), n, _MIN, False, nan_propagate, dtype)
+    else:
+        _binary_native(dst, src, as_elem(src, scalarValue), n, _MIN, False, nan_propagate)
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def div_f32(a, b, div_model):
     """One float32 vector division under a division model (``DIV_IEEE``: correctly rounded; ``DIV_RECIP_MUL``:

@@ -16,7 +16,9 @@ from npu_emu.ascendc import (
     And,
     Duplicate,
     Max,
+    Maxs,
     Min,
+    Mins,
     Mul,
     Muls,
     Not,
@@ -88,6 +90,18 @@ def native_scalar_ops(d_adds, d_muls, a, s_add, s_mul, n):
 def native_minmax(d_max, d_min, a, b, n, nan_propagate):
     Max(d_max, a, b, n, nan_propagate=nan_propagate)
     Min(d_min, a, b, n, nan_propagate=nan_propagate)
+
+
+@njit(cache=True)
+def native_minmax_scalar(d_max, d_min, a, s, n, nan_propagate):
+    Maxs(d_max, a, s, n, nan_propagate=nan_propagate)
+    Mins(d_min, a, s, n, nan_propagate=nan_propagate)
+
+
+@njit(cache=True)
+def minmax_scalar_f16(d_max, d_min, a, s, n):
+    Maxs(d_max, a, s, n, DT_FLOAT16)
+    Mins(d_min, a, s, n, DT_FLOAT16)
 
 
 def f16(values):
@@ -292,6 +306,39 @@ def test_max_min_half_returns_operand_bits():
     assert dmax[2] == a[2] and dmax[3] == b[3] and dmax[4] == 0x7C00 and dmin[4] == 0x7BFF
     minmax_f16(dmax, dmin, a, b, 5, False)
     assert dmax[2] == 0x3C00 and dmin[3] == 0x3C00
+
+
+def test_mins_maxs_doc_example_int16_and_count():
+    src = np.arange(1, 513, dtype=np.int16)
+    dmax, dmin = np.zeros(512, np.int16), np.zeros(512, np.int16)
+    native_minmax_scalar(dmax, dmin, src, np.int16(2), 512, True)   # Mins.md: [1 2 3 ... 512], 2 -> [1 2 2 ... 2]
+    assert dmin.tolist() == [1] + [2] * 511
+    assert dmax.tolist() == [2, 2] + list(range(3, 513))
+    dmax[:], dmin[:] = -7, -7
+    native_minmax_scalar(dmax, dmin, src, np.int16(2), 3, True)     # count: the first 3 elements only
+    assert dmin[:4].tolist() == [1, 2, 2, -7] and dmax[:4].tolist() == [2, 2, 3, -7]
+
+
+def test_mins_maxs_float32_take_the_max_min_rules():
+    a = np.array([-0.0, 0.0, np.nan, 1.0, -3.0, np.inf], np.float32)
+    dmax, dmin = np.zeros(6, np.float32), np.zeros(6, np.float32)
+    native_minmax_scalar(dmax, dmin, a, np.float32(0.0), 6, True)
+    # max(x, +0): +0 (for -0 and +0), NaN, 1, +0, Inf; min(x, +0): -0 (for -0), +0, NaN, +0, -3, +0
+    assert dmax.view(np.uint32).tolist() == [0, 0, 0x7FC00000, 0x3F800000, 0, 0x7F800000]
+    assert dmin.view(np.uint32).tolist() == [0x80000000, 0, 0x7FC00000, 0, 0xC0400000, 0]
+    native_minmax_scalar(dmax, dmin, a, np.float32(-0.0), 6, True)   # max(-0, -0) = -0, max(+0, -0) = +0
+    assert dmax.view(np.uint32)[:2].tolist() == [0x80000000, 0]
+    assert dmin.view(np.uint32)[:2].tolist() == [0x80000000, 0x80000000]
+    native_minmax_scalar(dmax, dmin, a, np.float32(2.5), 6, False)   # nan_in_max="ignore": the scalar
+    assert dmax[2] == 2.5 and dmin[2] == 2.5 and dmax[3] == 2.5 and dmin[5] == 2.5
+
+
+def test_mins_maxs_half_return_operand_bits():
+    a = f16([-0.0, 0.0, np.nan, 1.0, -3.0, np.inf])
+    dmax, dmin = np.zeros(6, np.uint16), np.zeros(6, np.uint16)
+    minmax_scalar_f16(dmax, dmin, a, np.uint16(0x3800), 6)            # the scalar 0.5 as half bits
+    assert dmax.tolist() == [0x3800, 0x3800, 0x7E00, 0x3C00, 0x3800, 0x7C00]
+    assert dmin.tolist() == [0x8000, 0x0000, 0x7E00, 0x3800, 0xC200, 0x3800]
 
 
 def test_duplicate_converts_the_scalar_once():
