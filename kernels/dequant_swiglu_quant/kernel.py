@@ -22,8 +22,8 @@ the instructions of npu_emu.ascendc in the kernel's order:
 import numpy as np
 from numba import njit, prange
 
-from npu_emu.ascendc import CAST_NONE, CAST_RINT, DT_AUTO, DT_FLOAT, DT_FLOAT16, DT_INT16, DT_INT32, Abs, Add, \
-    Adds, Cast, Div, Duplicate, Exp, Max, Min, Mul, Muls, ReduceMax
+from npu_emu.ascendc import CAST_NONE, CAST_RINT, DT_AUTO, DT_FLOAT, DT_FLOAT16, DT_INT16, DT_INT32, Add, \
+    Adds, Cast, Div, Exp, Maxs, Mins, Mul, Muls
 from npu_emu.ascendc.transcendental import exp_f32, exp_f32_many
 from npu_emu.ascendc.vector import div_f32
 from npu_emu.device.jit_options import PARALLEL
@@ -43,12 +43,12 @@ def _row(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, y_gm,
     in_y = td.inDimy
     out_y = td.outDimy
     x_row = x_gm[r * in_y:(r + 1) * in_y]
-    # ComputeDequant
+    # ComputeDequant (one Cast call site whichever bias: each inlined Cast costs compile time)
+    src = x_row
     if bias_kind == 1:
         Add(xi, x_row, bias_i_gm[g * in_y:(g + 1) * in_y], in_y)
-        Cast(xf, xi, CAST_NONE, in_y, DT_FLOAT, DT_INT32)
-    else:
-        Cast(xf, x_row, CAST_NONE, in_y, DT_FLOAT, DT_INT32)
+        src = xi
+    Cast(xf, src, CAST_NONE, in_y, DT_FLOAT, DT_INT32)
     Mul(xf, ws_gm[g * in_y:(g + 1) * in_y], xf, in_y)
     if td.activationScaleIsEmpty == 0:
         Muls(xf, xf, as_gm[r], in_y)
@@ -66,26 +66,23 @@ def _row(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, y_gm,
         for j in range(out_y):                       # (element loops: a slice assignment compiles numba's
             act[j] = xf[a0 + j]                      # shape-error formatting, 1.5 s of a cold call)
             gate[j] = xf[g0 + j]
+    clamp = np.float32(td.clampLimit)
     if mode == 0:
         Muls(t, act, np.float32(-1.0), out_y)
     else:
-        Duplicate(lim, np.float32(td.clampLimit), out_y)
-        Min(gate, gate, lim, out_y)
-        Duplicate(lim, np.float32(-np.float32(td.clampLimit)), out_y)
-        Max(gate, gate, lim, out_y)
+        Mins(gate, gate, clamp, out_y)
+        Maxs(gate, gate, np.float32(-clamp), out_y)
         if mode == 3:
             Muls(t, act, np.float32(-1.0), out_y)
         else:
             Adds(gate, gate, np.float32(td.gluBias), out_y)
-            Duplicate(lim, np.float32(td.clampLimit), out_y)
-            Min(act, act, lim, out_y)
+            Mins(act, act, clamp, out_y)
             Muls(t, act, np.float32(-np.float32(td.gluAlpha)), out_y)
     Exp(t, t, out_y, exp_model)
     Adds(t, t, np.float32(1.0), out_y)
     Div(act, act, t, out_y, DT_AUTO, div_model)
     if mode == 3:
-        Duplicate(lim, np.float32(td.clampLimit), out_y)
-        Min(act, act, lim, out_y)
+        Mins(act, act, clamp, out_y)
     Mul(act, gate, act, out_y)
     # ComputeQuant
     if td.quantMode == 1:
