@@ -16,6 +16,14 @@ code is what runs and what numba caches.
   ``_npu_emu_no_machine_code``). numba links them by name and never asks for their addresses; a name asked of the
   engine resolves to the copy in the kernel's machine code.
 
+and, for npu_emu's own kernels only (the library of a kernel defined in the npu_emu package that links a parfor's
+outer wrapper), skips the kernel library's whole-module passes too (marked ``_npu_emu_passes_skipped``), keeping its
+machine code. Everything in that module that does the work arrives already optimised: the parfor body and the
+functions it calls were optimised in the body's library, linked in as optimised IR. What the kernel's passes would
+still optimise is glue: the kernel function's own code outside the ``prange`` (reading tiling fields, at most a few
+loops over groups) and the two wrappers, which hand the loop to the thread pool. A user's ``parallel=True`` function
+may do real work outside its loops, so it keeps its passes.
+
 The parfor body's library keeps both. numba takes the address of its Python wrapper and points its environment there,
 through the engine, so it needs its machine code; and skipping its whole-module passes, tried, crashed numba's own
 test of a set built inside a ``prange`` loop (``test_no_hoisting_with_member_function_call``), so numba's code relies
@@ -29,8 +37,8 @@ runs for it, keeps its passes and its machine code. Measured (one configuration 
 10.39 s. The kernels' speed is the same (medians of 15-41 calls, fresh caches, interleaved; docs/getting_started.md).
 numba's own parfor and prange tests pass with the hook in place.
 
-It applies to every ``parallel=True`` function the process compiles (a user's own too: the kernel's library still
-optimises everything that runs); ``NPU_EMU_WRAPPER_PASSES=0`` leaves numba untouched.
+The wrapper part applies to every ``parallel=True`` function the process compiles (a user's own too: the body's and
+the kernel's libraries still optimise everything that works); ``NPU_EMU_WRAPPER_PASSES=0`` leaves numba untouched.
 """
 
 import os
@@ -48,6 +56,22 @@ ENABLED = os.environ.get("NPU_EMU_WRAPPER_PASSES", "1").strip() not in ("0", "")
 _PARALLEL_WRAPPER = "parallelgufuncwrapper"
 
 
+# numba's mangled names of functions defined in the npu_emu package (specialised copies included: their module names
+# start with the package's) begin so (numba.core.itanium_mangler: _ZN, then each dotted part as <length><name>)
+_OWN_PREFIX = "_ZN7npu_emu"
+
+
+def is_own_parfor_kernel(lib):
+    """The library of a parallel kernel of the npu_emu package: it links a parfor's outer wrapper, and a function it
+    defines itself (external linkage: linked-in callees are linkonce_odr) is one of npu_emu's."""
+    if not any(sub.name == _PARALLEL_WRAPPER and is_parfor_wrapper(sub) for sub in lib._linking_libraries):
+        return False
+    from llvmlite import binding as ll
+
+    return any(fn.name.startswith(_OWN_PREFIX) and not fn.is_declaration and fn.linkage == ll.Linkage.external
+               for fn in lib._final_module.functions)
+
+
 def is_parfor_wrapper(lib):
     """The inner wrapper of a parfor, or the outer wrapper around one (never a @guvectorize function's)."""
     if getattr(lib, PARFOR, False):
@@ -56,8 +80,8 @@ def is_parfor_wrapper(lib):
 
 
 def install():
-    """Skip the whole-module passes and the machine code of a parfor's two wrapper libraries; idempotent. Returns
-    True when in place."""
+    """Skip the whole-module passes and the machine code of a parfor's two wrapper libraries, and the whole-module
+    passes of npu_emu's own parallel kernels; idempotent. Returns True when in place."""
     if not ENABLED:
         return False
     from numba.core import codegen
@@ -72,7 +96,7 @@ def install():
 
     def wrapper_aware(optimize):
         def optimize_unless_wrapper(self):
-            if is_parfor_wrapper(self):
+            if is_parfor_wrapper(self) or is_own_parfor_kernel(self):
                 setattr(self, SKIPPED, True)
                 return None
             return optimize(self)

@@ -1,8 +1,9 @@
 """Less LLVM work around a parallel kernel (npu_emu/device/wrapper_passes.py).
 
 A fresh parallel function is compiled with and without the hook; the libraries it links are walked: with the hook
-exactly the two wrapper libraries skip the whole-module passes and have no machine code (the kernel and the parfor
-body keep both), without it none is marked. Results are compared with numpy's, and the two builds with each other
+exactly the two wrapper libraries skip the whole-module passes and have no machine code (a user's kernel and the
+parfor body keep both; a kernel of the npu_emu package skips its passes and keeps its machine code), without it none
+is marked. Results are compared with numpy's, and the two builds with each other
 bit for bit.
 """
 
@@ -26,6 +27,22 @@ def _kernel():
                 out[i, j] = np.float32(x[i, j] * s[j] + np.float32(0.5))
 
     return k
+
+
+_OWN_SOURCE = """
+def k(out, x, s):
+    for i in prange(x.shape[0]):
+        for j in range(x.shape[1]):
+            out[i, j] = np.float32(x[i, j] * s[j] + np.float32(0.5))
+"""
+
+
+def _own_kernel(name):
+    # the same kernel as if defined in a module of the npu_emu package (numba mangles the module's name into the
+    # kernel's symbol, which is how the hook tells npu_emu's kernels from a user's)
+    ns = {"__name__": name, "np": np, "prange": prange}
+    exec(compile(_OWN_SOURCE, "<own kernel>", "exec"), ns)
+    return njit(parallel=True)(ns["k"])
 
 
 def _libraries(lib, seen=None):
@@ -68,6 +85,31 @@ def test_only_the_two_wrappers_skip_the_module_passes_and_the_machine_code():
     assert not getattr(libs[0], wrapper_passes.SKIPPED, False) and not getattr(libs[0], wrapper_passes.NO_CODE, False)
     assert any(lib.name.startswith("__numba_parfor_gufunc_") for lib in libs)
     assert out.tobytes() == (x * s + np.float32(0.5)).astype(np.float32).tobytes()
+
+
+def test_an_npu_emu_kernel_skips_its_own_module_passes_and_keeps_its_machine_code():
+    x = np.random.default_rng(6).standard_normal((64, 48)).astype(np.float32)
+    s = np.linspace(-3, 3, 48).astype(np.float32)
+    want = (x * s + np.float32(0.5)).astype(np.float32).tobytes()
+    results = {}
+    for name in ("npu_emu.kernels._probe", "npu_emu_user.kernels"):      # npu_emu's, and a look-alike user module
+        for hooked in (True, False):
+            if not hooked:
+                wrapper_passes.uninstall()
+            try:
+                k = _own_kernel(name)
+                out = np.empty_like(x)
+                k(out, x, s)
+                (cres,) = k.overloads.values()
+                kernel_lib = cres.library
+            finally:
+                wrapper_passes.install()
+            own = hooked and name.startswith("npu_emu.")
+            assert getattr(kernel_lib, wrapper_passes.SKIPPED, False) == own, (name, hooked)
+            assert not getattr(kernel_lib, wrapper_passes.NO_CODE, False)
+            assert wrapper_passes.is_own_parfor_kernel(kernel_lib) == own   # (unhooked: no wrapper marked parfor)
+            results[name, hooked] = out.tobytes()
+    assert set(results.values()) == {want}
 
 
 def test_a_wrapper_without_machine_code_still_has_an_address():
