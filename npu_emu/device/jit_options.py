@@ -34,6 +34,12 @@ from npu_emu.device import wrapper_passes  # noqa: E402
 
 wrapper_passes.install()
 
+# ... and to compile an @overload implementation once for callers whose flags differ only where it does not inherit
+# them, as a parallel kernel and its prange body do (npu_emu/device/overload_reuse.py)
+from npu_emu.device import overload_reuse  # noqa: E402
+
+overload_reuse.install()
+
 # ... and to let npu_emu's own functions load the kernels a wheel built with NPU_EMU_BUILD_KERNELS=1 ships
 # (npu_emu/device/shipped_kernels.py; other functions' cache loads are untouched)
 from npu_emu.device import shipped_kernels  # noqa: E402
