@@ -28,6 +28,12 @@ from npu_emu.device import inline_copy  # noqa: E402
 
 inline_copy.install()
 
+# ... and to run numba's untyped passes over an inlined function once, not at every call site
+# (npu_emu/device/inline_reuse.py)
+from npu_emu.device import inline_reuse  # noqa: E402
+
+inline_reuse.install()
+
 # ... and to spare numba's two gufunc wrapper libraries of each parallel kernel a whole-module re-optimisation of the
 # body they wrap and machine code that never runs (npu_emu/device/wrapper_passes.py)
 from npu_emu.device import wrapper_passes  # noqa: E402
