@@ -5,8 +5,8 @@ parfor body (``__numba_parfor_gufunc_*``, which links the functions it calls), a
 it, a ``parallelgufuncwrapper`` library around that, and the kernel itself. Every library runs LLVM's whole-module
 passes over its final module, linked code included, and is turned into machine code. Yet only the kernel's library
 runs: the kernel calls the outer wrapper by name, so the wrappers and the body it reaches are the copies linked into
-the kernel's module, which the kernel's whole-module passes optimise once more (glue included) and whose machine
-code is what runs and what numba caches.
+the kernel's module, which the kernel's whole-module passes optimise once more (glue included; not for npu_emu's
+own kernels, below) and whose machine code is what runs and what numba caches.
 
 :func:`install` therefore, for a parfor's two wrapper libraries only:
 
