@@ -35,7 +35,8 @@ from npu_emu.device import inline_reuse  # noqa: E402
 inline_reuse.install()
 
 # ... and to spare numba's two gufunc wrapper libraries of each parallel kernel a whole-module re-optimisation of the
-# body they wrap and machine code that never runs (npu_emu/device/wrapper_passes.py)
+# body they wrap and machine code that never runs, and npu-emu's own kernels a re-optimisation of the body that
+# arrives optimised (npu_emu/device/wrapper_passes.py)
 from npu_emu.device import wrapper_passes  # noqa: E402
 
 wrapper_passes.install()
