@@ -38,7 +38,7 @@ DYNAMIC_QUANT_FACTOR = np.float32(1.0 / 127.0)
 
 @njit(**_JIT)
 def _row(td, r, g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, y_gm, scale_gm, bias_kind, exp_model,
-         div_model, xi, xf, act, gate, t, lim, tmp_i32, tmp_u16, tmp_abs):
+         div_model, xi, xf, act, gate, t, tmp_i32, tmp_u16, tmp_abs):
     """One row through Compute and CopyOut. bias_kind: 0 none, 1 int32, 2 float (widened on the host)."""
     in_y = td.inDimy
     out_y = td.outDimy
@@ -257,7 +257,6 @@ def dsq_group_kernel_faithful(block_dim, td, ub_size, bias_kind, exp_model, div_
         act = np.empty(out_y, np.float32)
         gate = np.empty(out_y, np.float32)
         t = np.empty(out_y, np.float32)
-        lim = np.empty(out_y, np.float32)
         tmp_i32 = np.empty(out_y, np.int32)
         tmp_u16 = np.empty(out_y, np.uint16)
         tmp_abs = np.empty(out_y, np.float32)
@@ -283,8 +282,8 @@ def dsq_group_kernel_faithful(block_dim, td, ub_size, bias_kind, exp_model, div_
                         rows = dimx_core - td.UbFactorDimx * (loops - 1) if lp == loops - 1 else td.UbFactorDimx
                         for r in range(start, start + rows):
                             _row(td, r, real_g, x_gm, ws_gm, as_gm, bias_i_gm, bias_f_gm, qs_gm, qo_gm, y_gm,
-                                 scale_gm, bias_kind, exp_model, div_model, xi, xf, act, gate, t, lim, tmp_i32,
-                                 tmp_u16, tmp_abs)
+                                 scale_gm, bias_kind, exp_model, div_model, xi, xf, act, gate, t, tmp_i32, tmp_u16,
+                                 tmp_abs)
                 group_offset += cnt
             if td.speGroupType == 1 and cnt <= 0:
                 break
