@@ -2,7 +2,7 @@
 
 The counts come from a counting ``Scope.__deepcopy__`` put on numba's IR class for the test: numba's own inliner
 copies a scope once per block per IR copy (two IR copies per call site), the hooked one copies each distinct scope
-object once per IR copy. The compiled results are compared with the interpreted function, so a wrong splice would
+object once, in the one IR copy it makes per call site (the second, which numba discards, is made only when read). The compiled results are compared with the interpreted function, so a wrong splice would
 show as a wrong value.
 """
 
@@ -101,12 +101,48 @@ def copies(monkeypatch):
     return run
 
 
-def test_one_copy_of_each_scope_per_ir_copy(copies):
+def test_one_copy_of_each_scope_per_call_site(copies):
     assert inline_copy.installed()          # jit_options installs it (npu_emu's kernels all import that module)
     scopes, inlines = copies(True)
     assert len(inlines) == 2                # two call sites
-    # inline_ir copies the IR twice; each copy copies each distinct scope object once
-    assert len(scopes) == sum(2 * n_scopes for _, n_scopes, _ in inlines)
+    # one IR copy per call site, which copies each distinct scope object once
+    assert len(scopes) == sum(n_scopes for _, n_scopes, _ in inlines)
+
+
+def _statements(func_ir):
+    return [(label, [str(stmt) for stmt in block.body]) for label, block in sorted(func_ir.blocks.items())]
+
+
+def test_first_result_is_an_unmutated_copy_made_when_read():
+    """inline_ir's first result: nothing copied until it is read; then the callee IR it was given, as it was, sharing
+    no block or statement list with that IR or with the caller it was spliced into."""
+    from numba.core import inline_closurecall as icc
+
+    seen = []
+    inner = icc.InlineWorker.inline_ir
+
+    def recording(self, caller_ir, block, i, callee_ir, *args, **kwargs):
+        before = _statements(callee_ir)
+        out = inner(self, caller_ir, block, i, callee_ir, *args, **kwargs)
+        seen.append((callee_ir, before, out[0], caller_ir))
+        return out
+
+    icc.InlineWorker.inline_ir = recording
+    try:
+        f = _callers()
+        assert f(1.5, 3) == _expected(1.5, 3)
+    finally:
+        icc.InlineWorker.inline_ir = inner
+    assert len(seen) == 2
+    for callee_ir, before, first, caller_ir in seen:
+        assert isinstance(first, ir.FunctionIR)
+        assert "_npu_emu_source" in first.__dict__ and "blocks" not in first.__dict__      # not copied yet
+        assert _statements(callee_ir) == before                                         # inline_ir left it as it was
+        assert _statements(first) == before                                             # the copy, read now
+        assert first.func_id is callee_ir.func_id
+        spliced = {id(b) for b in caller_ir.blocks.values()} | {id(b) for b in callee_ir.blocks.values()}
+        assert not spliced & {id(b) for b in first.blocks.values()}
+        assert not {id(b.body) for b in callee_ir.blocks.values()} & {id(b.body) for b in first.blocks.values()}
 
 
 def test_numba_alone_copies_the_scope_per_block(copies):
