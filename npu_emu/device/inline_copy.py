@@ -75,13 +75,15 @@ def copy_ir(the_ir):
     return out
 
 
-_LAZY = {}
+_LAZY = []
 
 
-def _lazy_class(function_ir):
-    """A FunctionIR subclass whose instances hold IR to copy and become that copy on first attribute access."""
-    cls = _LAZY.get(function_ir)
-    if cls is None:
+def _lazy_type():
+    """A FunctionIR subclass whose instances hold IR to copy and become that copy on first attribute access (made on
+    first use: this module imports numba only when installing)."""
+    if not _LAZY:
+        from numba.core import ir
+
         def __getattr__(self, name):
             source = self.__dict__.pop("_npu_emu_source", None)
             if source is None:
@@ -89,15 +91,13 @@ def _lazy_class(function_ir):
             self.__dict__.update(copy_ir(source).__dict__)
             return getattr(self, name)
 
-        cls = _LAZY[function_ir] = type("UnmutatedCalleeIR", (function_ir,), {"__getattr__": __getattr__})
-    return cls
+        _LAZY.append(type("UnmutatedCalleeIR", (ir.FunctionIR,), {"__getattr__": __getattr__}))
+    return _LAZY[0]
 
 
 def unmutated_copy(callee_ir):
     """What inline_ir's first result stands for: a copy of ``callee_ir``, made when something first reads it."""
-    from numba.core import ir
-
-    out = object.__new__(_lazy_class(ir.FunctionIR))
+    out = object.__new__(_lazy_type())
     out.__dict__["_npu_emu_source"] = callee_ir
     return out
 
