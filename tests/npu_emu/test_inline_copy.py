@@ -2,8 +2,8 @@
 
 The counts come from a counting ``Scope.__deepcopy__`` put on numba's IR class for the test: numba's own inliner
 copies a scope once per block per IR copy (two IR copies per call site), the hooked one copies each distinct scope
-object once, in the one IR copy it makes per call site (the second, which numba discards, is made only when read). The compiled results are compared with the interpreted function, so a wrong splice would
-show as a wrong value.
+object once, in the one IR copy it makes per call site (the second, which numba discards, is made only when read).
+The compiled results are compared with the interpreted function, so a wrong splice would show as a wrong value.
 """
 
 import copy
