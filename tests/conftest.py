@@ -20,3 +20,28 @@ def pytest_xdist_auto_num_workers(config):
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
     return max(1, min(4, cores))
+
+
+def xdist_unit(file):
+    """The xdist work unit of the test file ``file`` (its path from the repository root, with slashes)."""
+    parts = file.split("/")
+    return "/".join(parts[:3]) if parts[:2] == ["tests", "kernels"] and len(parts) > 3 else file
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` (pyproject.toml's addopts) with one change to its work units: the files of one op's folder
+    under tests/kernels are one unit (:func:`xdist_unit`), every other file its own. An op's test files compile the
+    same specialised kernel copies; in one worker the later files find them compiled in the process, while two
+    workers that run two such files at the same time both compile them. Measured in a cold run of the suite on the
+    2-core box, 2026-12-05: 67 s of compile paid twice across the two workers, 63 s of it by test_dual_golden.py
+    and test_dual_vs_dynamic.py. Another ``--dist`` mode is left to xdist. (xdist's ``loadgroup`` marks would do
+    this, but xdist 3.8 names a marked test's unit through a pytest attribute pytest 9 no longer reads.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class OpFolderScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            return xdist_unit(super()._split_scope(nodeid))
+
+    return OpFolderScheduling(config, log)
