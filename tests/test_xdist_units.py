@@ -33,8 +33,8 @@ def _run(tree, out):
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     workers = {}
     for f in out.iterdir():
-        name, worker = f.name.rsplit(".", 1)
-        workers[name.rsplit("_", 1)[0]] = workers.get(name.rsplit("_", 1)[0], set()) | {worker}
+        test, worker = f.name.rsplit(".", 1)
+        workers.setdefault(test.rsplit("_", 1)[0], set()).add(worker)
     return workers
 
 
