@@ -34,6 +34,7 @@ from npu_emu.ascendc.datacopy import DataCopy, DataCopyPad
 from npu_emu.ascendc.vector import Duplicate, Or
 from npu_emu.device.jit_options import PARALLEL
 from npu_emu.device.launch import ub_view
+from npu_emu.device.specialize import literal_args
 
 _KJ = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 
@@ -207,7 +208,10 @@ def sign_bits_pack_f16(block_dim, td, ub_size, nan_bit, ftz, x_gm, y_gm):
 # Ascend 950 (arch35)
 # ---------------------------------------------------------------------------------------------------------------
 
-@njit(inline="always", cache=True)
+# A serial function the prange calls, not inlined into it: numba's parfor passes are super-linear in the size of an
+# inlined loop body (cold SignBitsUnpack 950 float32, first call in a fresh process: 10.4-11.4 -> 9.4-9.8 CPU-s).
+# to_f32 is a constant of each copy, so the float16 kernel compiles no Cast.
+@literal_args(cache=True, error_model="numpy")
 def _unpack950_core(block_idx, td, ub, x_gm, y_gm, to_f32):
     """Exact-length DataCopyPad in and out (no overrun), Select mode 2 between +-1 half tensors, then (f32 output)
     an exact half -> float Cast (§2.9). The arch35 code does Select and Cast in registers; here the selected halves
@@ -242,14 +246,14 @@ def _unpack950_core(block_idx, td, ub, x_gm, y_gm, to_f32):
 def sign_bits_unpack_950_f32(block_dim, td, ub_size, x_gm, y_gm):
     for block_idx in prange(block_dim):
         ub = np.empty(ub_size, np.uint8)
-        _unpack950_core(block_idx, td, ub, x_gm, y_gm, True)
+        _unpack950_core(np.int64(block_idx), td, ub, x_gm, y_gm, True)
 
 
 @njit(**_KJ)
 def sign_bits_unpack_950_f16(block_dim, td, ub_size, x_gm, y_gm):
     for block_idx in prange(block_dim):
         ub = np.empty(ub_size, np.uint8)
-        _unpack950_core(block_idx, td, ub, x_gm, y_gm, False)
+        _unpack950_core(np.int64(block_idx), td, ub, x_gm, y_gm, False)
 
 
 @njit(inline="always", cache=True)
