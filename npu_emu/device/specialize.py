@@ -16,15 +16,23 @@ decorated with this module's :func:`njit`, which tags their ``__qualname__`` wit
 of a function gets numba cache files of its own (numba names a cache file after the source file, the qualified
 name and the line; the index key holds only the bytecode, identical in every copy, so untagged copies would share
 one index and could load each other's machine code). Cache freshness is still the source file's hash.
+
+A function of the copy that reads only some of the switches is shared by the copies that agree on them: ``load``
+binds in each copy the function of the copy made with just those switches (see ``_share`` below), so it is compiled
+once per value of what it reads, not once per copy.
 """
 
 import ast
+import importlib
 import importlib.util
 import inspect
+import os
 import sys
 import textwrap
 import threading
 import types
+
+import numpy as np
 
 _state = threading.local()
 _lock = threading.RLock()
@@ -85,13 +93,170 @@ def load(modname, **consts):
         _state.consts = dict(consts)
         try:
             exec(compile(source, spec.origin, "exec"), mod.__dict__)
-            mod.__spec_ready__ = True
         except BaseException:
             del sys.modules[name]
             raise
         finally:
             _state.consts = None
+        try:
+            _share(modname, source, mod, consts)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        mod.__spec_ready__ = True
     return mod
+
+
+# ---- one compile per value of the switches a function reads ----------------------------------------------------
+#
+# A copy's functions that read only some of its switches (directly, through module constants computed from them, or
+# through the functions they call) compile to the same code in every copy that agrees on those switches. Without
+# sharing, each copy compiled them again: DynamicQuant's row loader once per output format, though it reads only the
+# input format. Such a function is taken from the copy made with just the switches it reads (its own tag, so its own
+# numba cache files, named the same in every process), and a copy binds that one in its namespace before anything
+# compiles. Which switches a function reads comes from the module's source; the values it sees are then compared
+# with the full copy's, and any difference keeps the copy's own function.
+
+SHARING = os.environ.get("NPU_EMU_SPEC_SHARING", "1").strip() not in ("", "0")
+_deps_cache = {}
+unshared = []           # (copy, function) pairs the value check refused: the source analysis missed a switch
+
+
+def _loads(node):
+    """Names a statement reads (every ``Name`` load, nested functions included) and the switches it reads with
+    ``const("NAME", ...)``, the latter as ``"\0NAME"``."""
+    out = set()
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "const" and n.args
+              and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)):
+            out.add("\0" + n.args[0].value)
+    return out
+
+
+def _binds(stmt):
+    """Module-level names a statement binds or changes (``x[i] = ...`` changes ``x``); a function's or class's own
+    locals are not module-level."""
+    out = set()
+    todo = [stmt]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+            continue
+        if isinstance(n, ast.Lambda):
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            root = n.value
+            while isinstance(root, (ast.Subscript, ast.Attribute)):
+                root = root.value
+            if isinstance(root, ast.Name):
+                out.add(root.id)
+        elif isinstance(n, ast.alias):
+            out.add((n.asname or n.name).split(".")[0])
+        todo.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def _switch_deps(modname, source):
+    """{module-level name: (switches its value or code depends on, module-level names it reads)}, or None where the
+    module does something at top level this analysis does not follow (then nothing of it is shared)."""
+    hit = _deps_cache.get(modname)
+    if hit is not None and hit[0] == source:
+        return hit[1]
+    tree = ast.parse(source)
+    reads = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue                                               # a docstring
+        if isinstance(stmt, (ast.Expr, ast.Global, ast.Nonlocal, ast.Delete)):
+            _deps_cache[modname] = (source, None)
+            return None
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            r = _loads(stmt)                                       # body, decorators, defaults
+            if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(stmt)):
+                _deps_cache[modname] = (source, None)
+                return None
+        else:
+            r = _loads(stmt)
+        for name in _binds(stmt):
+            reads.setdefault(name, set()).update(r)
+    switches = {name: {r[1:] for r in rs if r.startswith("\0")} for name, rs in reads.items()}
+    names = {name: {r for r in rs if r in reads and r != name} for name, rs in reads.items()}
+    changed = True
+    while changed:
+        changed = False
+        for name in reads:
+            add = set().union(*(switches[r] for r in names[name])) - switches[name]
+            if add:
+                switches[name] |= add
+                changed = True
+    # every name a name reads, through the module-level names it reads (for the value check: this includes names
+    # the module binds in ways the analysis does not see)
+    closure = {}
+    for name in reads:
+        seen, todo = set(), [name]
+        while todo:
+            n = todo.pop()
+            for r in reads.get(n, ()):
+                if r not in seen and not r.startswith("\0"):
+                    seen.add(r)
+                    todo.append(r)
+        closure[name] = seen
+    deps = {name: (frozenset(switches[name]), frozenset(closure[name])) for name in reads}
+    _deps_cache[modname] = (source, deps)
+    return deps
+
+
+def _same_value(a, b, modname):
+    """Whether a name has the same value in two copies of module ``modname`` (a function defined by the module
+    counts as the same: what it reads is checked by name)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, types.ModuleType):
+        return a.__name__ == b.__name__
+    if callable(a):
+        fa, fb = getattr(a, "py_func", a), getattr(b, "py_func", b)
+        ma, mb = (getattr(f, "__module__", None) or "" for f in (fa, fb))
+        return (ma.partition("[")[0] == modname == mb.partition("[")[0]
+                and getattr(fa, "__name__", None) == getattr(fb, "__name__", 0))
+    try:
+        if isinstance(a, np.ndarray):
+            return a.dtype == b.dtype and a.shape == b.shape and bool((a == b).all())
+        return bool(a == b)
+    except Exception:           # noqa: BLE001 - not comparable: not shared
+        return False
+
+
+def _share(modname, source, mod, consts):
+    if not SHARING or not consts:
+        return
+    from numba.core.registry import CPUDispatcher
+
+    deps = _switch_deps(modname, source)
+    if deps is None:
+        return
+    ns = mod.__dict__
+    own = dict(ns)              # the copy's own values: the loop below rebinds functions in ns
+    for name, obj in own.items():
+        if not (isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == mod.__name__) or name not in deps:
+            continue
+        reads = {k: v for k, v in consts.items() if k in deps[name][0]}
+        if len(reads) == len(consts):
+            continue
+        sub = load(modname, **reads) if reads else importlib.import_module(modname)
+        shared = sub.__dict__.get(name)
+        if not isinstance(shared, CPUDispatcher):
+            continue
+        if all(_same_value(own[r], sub.__dict__.get(r), modname) for r in deps[name][1] if r in own):
+            ns[name] = shared
+        else:
+            unshared.append((mod.__name__, name))
 
 
 def _bind_constants(fn, values):

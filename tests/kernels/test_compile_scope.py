@@ -33,7 +33,8 @@ PROBE = textwrap.dedent("""
             if isinstance(obj, CPUDispatcher) and obj.py_func.__module__ == name and obj.signatures:
                 compiled.append(name + ":" + attr)
     copies = sorted(n for n in sys.modules if n.startswith("npu_emu") and "[" in n)
-    print(json.dumps({"compiled": sorted(compiled), "copies": copies}))
+    from npu_emu.device import specialize
+    print(json.dumps({"compiled": sorted(compiled), "copies": copies, "unshared": specialize.unshared}))
 """)
 
 MX = "npu_emu.kernels.mx_quant.kernel"
@@ -49,11 +50,33 @@ def probe(call, cold_cache=None):
                          env=env, cwd=os.path.dirname(__file__), timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads(out.stdout.strip().splitlines()[-1])
+    # a function the source analysis took for one that reads fewer switches, refused by the value check
+    assert res["unshared"] == []
     return set(res["compiled"]), res["copies"]
 
 
+def _split(copy):
+    """"module[A=1,B=2]" -> ("module", {"A": "1", "B": "2"})"""
+    mod, _, tag = copy.partition("[")
+    return mod, dict(kv.split("=") for kv in tag.rstrip("]").split(",") if kv)
+
+
+def _within(sub, copy):
+    """sub is copy's module made with some of copy's switches, with the same values: where the functions of copy
+    that read only those switches come from (npu_emu.device.specialize shares them between copies)."""
+    (m1, s1), (m2, s2) = _split(sub), _split(copy)
+    return m1 == m2 and s1.items() <= s2.items()
+
+
+def full_copies(copies, module):
+    """The copies of module the call loaded for its own switches: the others it loaded lie within one of them."""
+    mine = [c for c in copies if c.startswith(module + "[")]
+    return [c for c in mine if not any(c != o and _within(c, o) for o in mine)]
+
+
 def in_copy(compiled, copy):
-    return {c.split(":")[1] for c in compiled if c.startswith(copy + ":")}
+    """The functions of copy that hold a signature, wherever they come from (copy or a copy within it)."""
+    return {c.split(":")[1] for c in compiled if "[" in c and _within(c.split(":")[0], copy)}
 
 
 BF16_X = "x = np.random.default_rng(0).standard_normal((64, 256)).astype(ml_dtypes.bfloat16)\n"
@@ -63,7 +86,7 @@ def test_mx_e4m3_fused_call_compiles_one_format_and_one_path(tmp_path):
     compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant(x, axis=-1, dst_type=24)", tmp_path)
     copy = f"{MX}[DST=0,MODE=0,WALK=3]"
     # no E5M2 / FP4 copy, no per-element or faithful one, no copy that walks column blocks or other block sizes
-    assert copies == [copy]
+    assert full_copies(copies, MX) == [copy] and all(c.startswith(MX) for c in copies)
     mine = in_copy(compiled, copy)
     assert {"dynamic_mx_quant_kernel", "_convert_run"} <= mine
     assert not mine & {"_column_blocks", "_pow2_rows", "_pow2_shifts"}       # the column walk's loops
@@ -76,7 +99,7 @@ def test_mx_e4m3_fused_call_compiles_one_format_and_one_path(tmp_path):
 def test_mx_faithful_fp4_call_compiles_no_fused_loop(tmp_path):
     compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant(x, axis=-1, dst_type=296, faithful=True)", tmp_path)
     copy = f"{MX}[DST=2,MODE=2,WALK=3]"
-    assert copies == [copy]
+    assert full_copies(copies, MX) == [copy] and all(c.startswith(MX) for c in copies)
     mine = in_copy(compiled, copy)
     assert {"dynamic_mx_quant_kernel", "_enc_one"} <= mine
     assert not mine & {"_convert_fast", "_convert_run", "_fp32_rows", "_pow2_rows", "_run_pass"}
@@ -87,7 +110,7 @@ def test_mx_grouped_call_loads_its_format_only(tmp_path):
     compiled, copies = probe(
         BF16_X + "ops.npu_grouped_dynamic_mx_quant(x, np.array([32, 64], np.int32), dst_type=23)", tmp_path)
     copy = f"{MX}[DST=1,MODE=0,WALK=2]"
-    assert copies == [copy]
+    assert full_copies(copies, MX) == [copy] and all(c.startswith(MX) for c in copies)
     mine = in_copy(compiled, copy)
     assert {"grouped_fused_kernel", "_column_blocks"} <= mine
     # no dynamic walk, no run (last-axis) loops, no per-element path
@@ -98,7 +121,7 @@ def test_dual_fused_call_shares_the_column_copy(tmp_path):
     # the dual-axis fused walk takes mx_quant's FP32 loops from the column-walk copy (their per-column form only)
     compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant_with_dual_axis(x, dst_type=296)", tmp_path)
     mx_copy = f"{MX}[DST=2,MODE=0,WALK=2]"
-    assert mx_copy in copies and not [c for c in copies if c.startswith(MX) and c != mx_copy]
+    assert full_copies(copies, MX) == [mx_copy]
     assert in_copy(compiled, mx_copy) == {"_fp32_rows"}
 
 
@@ -108,7 +131,7 @@ def test_dual_scale_alg_call_compiles_no_ocp_scales(tmp_path):
     compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant_with_dual_axis(x, dst_type=24, scale_alg=1)",
                              tmp_path)
     mx_copy = f"{MX}[BS32=1,DST=0,MODE=0,OCP=0,WALK=0]"
-    assert [c for c in copies if c.startswith(MX)] == [mx_copy]
+    assert full_copies(copies, MX) == [mx_copy]
     assert {"_row_blocks", "_column_blocks", "_run_pass"} <= in_copy(compiled, mx_copy)
     assert "npu_emu.kernels.mx_quant.common:_ocp_scales" not in compiled
 
@@ -116,7 +139,7 @@ def test_dual_scale_alg_call_compiles_no_ocp_scales(tmp_path):
 def test_mx_call_along_another_axis_compiles_no_last_axis_loops(tmp_path):
     compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant(x, axis=-2, dst_type=24)", tmp_path)
     copy = f"{MX}[DST=0,MODE=0,WALK=2]"
-    assert copies == [copy]
+    assert full_copies(copies, MX) == [copy] and all(c.startswith(MX) for c in copies)
     mine = in_copy(compiled, copy)
     assert {"dynamic_mx_quant_kernel", "_column_blocks"} <= mine
     assert not mine & {"_row_blocks", "_run_pass", "_convert_run", "_pow2_redo"}
@@ -130,8 +153,9 @@ def test_int8_quant_matmul_compiles_one_epilogue_and_no_float_path(tmp_path):
         ops.npu_quant_matmul(x1, x2, rng.random(32, dtype=np.float32), pertoken_scale=rng.random(16,
                              dtype=np.float32), output_dtype="bfloat16")
     """, tmp_path)
-    assert copies == [f"{QMM}[ACC_INT=1,OUT=1,RINT=1]"]      # the bf16 chain only
-    assert {"epilogue_kernel", "_epilogue_block"} <= in_copy(compiled, copies[0])
+    copy = f"{QMM}[ACC_INT=1,OUT=1,RINT=1]"
+    assert full_copies(copies, QMM) == [copy] and all(c.startswith(QMM) for c in copies)   # the bf16 chain only
+    assert {"epilogue_kernel", "_epilogue_block"} <= in_copy(compiled, copy)
     plain = {c.split(":")[1] for c in compiled if c.startswith(QMM + ":")}
     assert not plain & {"qbmm_perblock_kernel", "qbmm_cube_faithful_kernel"}
     accum = {c.split(":")[1] for c in compiled if c.startswith("npu_emu.kernels.quant_matmul.accum:")}
@@ -150,4 +174,5 @@ def test_quant_matmul_output_types_load_their_own_copy(out):
         ops.npu_quant_matmul(x1, x2, scale, output_dtype="{out}")
     """)
     code = {"float16": 0, "int8": 3}[out]
-    assert copies == [f"{QMM}[ACC_INT=1,OUT={code},RINT=1]"]
+    assert full_copies(copies, QMM) == [f"{QMM}[ACC_INT=1,OUT={code},RINT=1]"]
+    assert all(c.startswith(QMM) for c in copies)
