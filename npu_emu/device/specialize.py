@@ -118,20 +118,21 @@ def load(modname, **consts):
 # with the full copy's, and any difference keeps the copy's own function.
 
 SHARING = os.environ.get("NPU_EMU_SPEC_SHARING", "1").strip() not in ("", "0")
+_SWITCH = "const:"      # how _loads marks a switch read (no Python name holds a colon)
 _deps_cache = {}
 unshared = []           # (copy, function) pairs the value check refused: the source analysis missed a switch
 
 
 def _loads(node):
     """Names a statement reads (every ``Name`` load, nested functions included) and the switches it reads with
-    ``const("NAME", ...)``, the latter as ``"\0NAME"``."""
+    ``const("NAME", ...)``, the latter as ``_SWITCH + "NAME"``."""
     out = set()
     for n in ast.walk(node):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             out.add(n.id)
         elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "const" and n.args
               and isinstance(n.args[0], ast.Constant) and isinstance(n.args[0].value, str)):
-            out.add("\0" + n.args[0].value)
+            out.add(_SWITCH + n.args[0].value)
     return out
 
 
@@ -162,8 +163,9 @@ def _binds(stmt):
 
 
 def _switch_deps(modname, source):
-    """{module-level name: (switches its value or code depends on, module-level names it reads)}, or None where the
-    module does something at top level this analysis does not follow (then nothing of it is shared)."""
+    """{module-level name: (the switches its value or code depends on, every name it reads directly or through the
+    module-level names it reads)}, or None where the module does something at top level this analysis does not
+    follow (then nothing of it is shared)."""
     hit = _deps_cache.get(modname)
     if hit is not None and hit[0] == source:
         return hit[1]
@@ -172,19 +174,14 @@ def _switch_deps(modname, source):
     for stmt in tree.body:
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             continue                                               # a docstring
-        if isinstance(stmt, (ast.Expr, ast.Global, ast.Nonlocal, ast.Delete)):
-            _deps_cache[modname] = (source, None)
+        if (isinstance(stmt, (ast.Expr, ast.Delete))
+                or any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(stmt))):
+            _deps_cache[modname] = (source, None)                 # a call for its effect, a rebinding from inside
             return None
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            r = _loads(stmt)                                       # body, decorators, defaults
-            if any(isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(stmt)):
-                _deps_cache[modname] = (source, None)
-                return None
-        else:
-            r = _loads(stmt)
+        r = _loads(stmt)                                           # a def: its body, decorators and defaults
         for name in _binds(stmt):
             reads.setdefault(name, set()).update(r)
-    switches = {name: {r[1:] for r in rs if r.startswith("\0")} for name, rs in reads.items()}
+    switches = {name: {r[len(_SWITCH):] for r in rs if r.startswith(_SWITCH)} for name, rs in reads.items()}
     names = {name: {r for r in rs if r in reads and r != name} for name, rs in reads.items()}
     changed = True
     while changed:
@@ -202,7 +199,7 @@ def _switch_deps(modname, source):
         while todo:
             n = todo.pop()
             for r in reads.get(n, ()):
-                if r not in seen and not r.startswith("\0"):
+                if r not in seen and not r.startswith(_SWITCH):
                     seen.add(r)
                     todo.append(r)
         closure[name] = seen
