@@ -12,6 +12,7 @@ import ml_dtypes
 import numpy as np
 
 from npu_emu import dtype_table
+from npu_emu.device.arrays import read_only
 
 from npu_emu.errors import (
     ACLNN_ERR_INNER,
@@ -194,14 +195,6 @@ def _torch_to_numpy(x, name):
                          f"uint8/int16/int32 tensor together with the op's dtype argument") from None
 
 
-def _read_only(a):
-    if not a.flags.writeable:
-        return a
-    v = a.view()
-    v.flags.writeable = False
-    return v
-
-
 def as_array(x, name, *, origin=None):
     """A C-contiguous, read-only numpy array for ``x``; None -> 161001 (aclnn's null check).
 
@@ -219,13 +212,13 @@ def as_array(x, name, *, origin=None):
     if is_torch_tensor(x):
         if origin is not None:
             origin.torch = True
-        return _read_only(_torch_to_numpy(x, name))
+        return read_only(_torch_to_numpy(x, name))
     if isinstance(x, (np.ndarray, list, tuple, int, float, np.generic)):
         a = np.asarray(x)
         if a.flags.c_contiguous:
-            return _read_only(a)
+            return read_only(a)
         check_memory(a.nbytes, f"the contiguous copy of {name} (shape {a.shape})")   # a broadcast view is free
-        return _read_only(a.copy(order="C"))   # (np.ascontiguousarray would turn a 0-d array into shape (1,))
+        return read_only(a.copy(order="C"))   # (np.ascontiguousarray would turn a 0-d array into shape (1,))
     raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                      f"{name} must be a numpy array or a torch CPU tensor, not {type(x).__name__}")
 
