@@ -31,7 +31,6 @@ from npu_emu.dtypes.scalar import (  # noqa: F401  (re-exported round-mode ints)
 )
 from npu_emu import dtype_table as _table
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, nullptr
-from npu_emu.device.arrays import read_only  # one kernel signature whatever the caller's flags
 from npu_emu.device.jit_options import serial_below
 
 __all__ = [
@@ -145,7 +144,7 @@ def _float_input(x, name="x"):
     kind = arr.dtype.name
     if kind not in _FLOAT_KINDS:
         raise _invalid(f"{name} has dtype {arr.dtype}; pass float32, float16, float64 or ml_dtypes.bfloat16 values")
-    return read_only(np.ascontiguousarray(arr).reshape(-1)), kind, arr.shape
+    return np.ascontiguousarray(arr).reshape(-1), kind, arr.shape
 
 
 def _exact_f32(flat, kind):
@@ -244,7 +243,7 @@ def _code_input(codes, name, what="codes"):
                            f"an array of {name}")
     else:
         raise _invalid(f"{what} has dtype {arr.dtype}; pass uint8 codes (or an ml_dtypes/en_dtypes {name} array)")
-    flat = read_only(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+    flat = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
     bits = FORMATS[name].bits
     if bits < 8 and flat.size and int(flat.max()) >> bits:
         raise _invalid(f"{name} codes must be in 0..{(1 << bits) - 1} (one code per byte); "

@@ -12,7 +12,6 @@ import ml_dtypes
 import numpy as np
 
 from npu_emu import dtype_table
-from npu_emu.device.arrays import read_only
 
 from npu_emu.errors import (
     ACLNN_ERR_INNER,
@@ -196,29 +195,24 @@ def _torch_to_numpy(x, name):
 
 
 def as_array(x, name, *, origin=None):
-    """A C-contiguous, read-only numpy array for ``x``; None -> 161001 (aclnn's null check).
+    """A C-contiguous numpy array for ``x``; None -> 161001 (aclnn's null check).
 
     Non-contiguous inputs are copied, as the aclnn layer's Contiguous step does; the caller's data is never
     modified (results are always written to fresh arrays first). A contiguous torch CPU tensor is not copied:
     the returned array shares its memory (bfloat16 / float8 as ml_dtypes views of the same bytes).
-
-    The array is always a read-only view (the caller's own flags are left alone): numba types a read-only array
-    apart from a writable one, so an input passed on to a kernel would otherwise compile the kernel a second time
-    for a caller whose array is read-only (np.frombuffer, a memory map, a Dask chunk of one), and miss the kernels
-    a wheel ships. One flag for every caller gives one compiled kernel.
     """
     if x is None:
         raise AclnnError(ACLNN_ERR_PARAM_NULLPTR, f"{name} is None (a null tensor in aclnn); pass an array")
     if is_torch_tensor(x):
         if origin is not None:
             origin.torch = True
-        return read_only(_torch_to_numpy(x, name))
+        return _torch_to_numpy(x, name)
     if isinstance(x, (np.ndarray, list, tuple, int, float, np.generic)):
         a = np.asarray(x)
         if a.flags.c_contiguous:
-            return read_only(a)
+            return a
         check_memory(a.nbytes, f"the contiguous copy of {name} (shape {a.shape})")   # a broadcast view is free
-        return read_only(a.copy(order="C"))   # (np.ascontiguousarray would turn a 0-d array into shape (1,))
+        return a.copy(order="C")        # (np.ascontiguousarray would turn a 0-d array into shape (1,))
     raise AclnnError(ACLNN_ERR_PARAM_INVALID,
                      f"{name} must be a numpy array or a torch CPU tensor, not {type(x).__name__}")
 
@@ -258,13 +252,6 @@ def to_user(arr, origin):
     import torch
 
     a = np.asarray(arr)
-    if not a.flags.writeable and a.dtype.isnative:
-        try:            # as_array's read-only view of writable memory (a tensor's own): wrap it again, no copy
-            w = a.view()
-            w.flags.writeable = True
-            a = w
-        except ValueError:
-            pass
     if not a.flags.writeable or not a.dtype.isnative:
         a = a.astype(a.dtype.newbyteorder("="), order="C")   # torch cannot wrap read-only or swapped memory
     if any(st < 0 for st in a.strides):
