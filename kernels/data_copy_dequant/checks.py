@@ -70,8 +70,7 @@ def deq_words_arg(deq_value, n):
     if arr.ndim != 1 or arr.shape[0] != n:
         raise invalid(f"deq_value array has shape {arr.shape}; a per-channel (VDEQ) table needs shape ({n},), "
                       f"one word per column of acc")
-    # an owned copy (N words): writable like the scalar form's table, so a read-only deq_value compiles nothing more
-    return np.array(arr, dtype=np.uint64, order="C", copy=True), None
+    return np.ascontiguousarray(arr, dtype=np.uint64), None
 
 
 def check_call(acc, deq_value, mode, is_relu, soc, switches):
