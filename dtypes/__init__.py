@@ -32,6 +32,7 @@ from npu_emu.dtypes.scalar import (  # noqa: F401  (re-exported round-mode ints)
 from npu_emu import dtype_table as _table
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError, nullptr
 from npu_emu.device.jit_options import serial_below
+from npu_emu.device.read_only import read_only as ro
 
 __all__ = [
     "FORMATS", "ROUND_MODES", "resolve_format", "encode", "decode", "pack_fp4", "unpack_fp4", "cast",
@@ -153,11 +154,11 @@ def _exact_f32(flat, kind):
         return flat
     out = np.empty(flat.size, np.float32)
     if kind == "float16":
-        K.widen_f16(flat.view(np.uint16), out)
+        K.widen_f16(ro(flat.view(np.uint16)), out)
     elif kind == "bfloat16":
         out.view(np.uint32)[:] = flat.view(np.uint16).astype(np.uint32) << 16
     else:
-        K.f64_to_f32_odd(flat, out)
+        K.f64_to_f32_odd(ro(flat), out)
     return out
 
 
@@ -207,22 +208,22 @@ def encode(x, fmt, *, round_mode=None, saturate=None, sat_keep_nan=False, hybrid
     res = _out_array(out, shape, np.uint8)
     dst = res.reshape(-1)
     if name == "hifloat8" and kind == "float16":
-        K.encode_hif8_f16(flat.view(np.uint16), dst, rmode, sat, hybrid_overflow == "script",
+        K.encode_hif8_f16(ro(flat.view(np.uint16)), dst, rmode, sat, hybrid_overflow == "script",
                           hybrid_f16_subnormal == "raw")
         return res
     v = _exact_f32(flat, kind)
     if name == "hifloat8":
-        K.encode_hif8(v, dst, rmode, sat, hybrid_overflow == "script")
+        K.encode_hif8(ro(v), dst, rmode, sat, hybrid_overflow == "script")
     elif name == "float8_e4m3fn":
-        K.encode_e4m3fn(v, dst, sat, keep_nan)
+        K.encode_e4m3fn(ro(v), dst, sat, keep_nan)
     elif name == "float8_e5m2":
-        K.encode_e5m2(v, dst, sat, keep_nan)
+        K.encode_e5m2(ro(v), dst, sat, keep_nan)
     elif name == "float4_e2m1":
-        K.encode_fp4_e2m1(v, dst, rmode, fp4_nan == "nan_sign")
+        K.encode_fp4_e2m1(ro(v), dst, rmode, fp4_nan == "nan_sign")
     elif name == "float4_e1m2":
-        K.encode_fp4_e1m2(v, dst, rmode, fp4_nan == "nan_sign")
+        K.encode_fp4_e1m2(ro(v), dst, rmode, fp4_nan == "nan_sign")
     else:
-        K.encode_e8m0(v, dst)
+        K.encode_e8m0(ro(v), dst)
     return res
 
 
@@ -262,7 +263,7 @@ def decode(codes, fmt, *, e8m0_zero="pow2", out=None):
     flat, shape = _code_input(codes, name)
     table = scalar.DECODE_TABLES["float8_e8m0_zero" if name == "float8_e8m0" and e8m0_zero == "zero" else name]
     res = _out_array(out, shape, np.float32)
-    K.decode_lut(flat, K.lut256(table), res.reshape(-1))
+    K.decode_lut(ro(flat), ro(K.lut256(table)), res.reshape(-1))
     return res
 
 
@@ -320,7 +321,7 @@ def _round_16(x, round_mode, saturate, dst):
     if kind == dst:
         res.reshape(-1)[:] = flat.view(np.uint16)
     else:
-        (K.to_f16 if dst == "float16" else K.to_bf16)(_exact_f32(flat, kind), res.reshape(-1), rmode, sat)
+        (K.to_f16 if dst == "float16" else K.to_bf16)(ro(_exact_f32(flat, kind)), res.reshape(-1), rmode, sat)
     return res.view(np.float16 if dst == "float16" else ml_dtypes.bfloat16)
 
 
@@ -377,20 +378,20 @@ def _cast_values(x, src):
         return _exact_f32(flat, kind), shape
     flat, shape = _code_input(x, src, "x")
     values = np.empty(flat.size, np.float32)
-    K.decode_lut(flat, K.lut256(scalar.DECODE_TABLES[src]), values)
+    K.decode_lut(ro(flat), ro(K.lut256(scalar.DECODE_TABLES[src])), values)
     return values, shape
 
 
 def _f32_to_16(v, dst, sat):
     bits = np.empty(v.size, np.uint16)
-    (K.to_f16 if dst == "float16" else K.to_bf16)(v, bits, CAST_RINT, sat)
+    (K.to_f16 if dst == "float16" else K.to_bf16)(ro(v), bits, CAST_RINT, sat)
     return bits
 
 
 def _widen16(bits, kind):
     v = np.empty(bits.size, np.float32)
     if kind == "float16":
-        K.widen_f16(bits, v)
+        K.widen_f16(ro(bits), v)
     else:
         v.view(np.uint32)[:] = bits.astype(np.uint32) << 16
     return v
@@ -452,7 +453,7 @@ def cast(x, src, dst, *, saturate=False, sat_keep_nan=False, fp4_path="via_bf16"
         if kind != "float16":
             raise _invalid(f"x has dtype {kind} but src is float16")
         out = np.empty(flat.size, np.uint8)
-        K.encode_hif8_f16(flat.view(np.uint16), out, CAST_ROUND, sat, False, False)
+        K.encode_hif8_f16(ro(flat.view(np.uint16)), out, CAST_ROUND, sat, False, False)
         return out.reshape(shape)
 
     v, shape = _cast_values(x, src)
@@ -464,13 +465,13 @@ def cast(x, src, dst, *, saturate=False, sat_keep_nan=False, fp4_path="via_bf16"
         return _f32_to_16(v, dst, sat).reshape(shape).view(_PLAIN[dst])
     out = np.empty(v.size, np.uint8)
     if dst == "hifloat8":
-        K.encode_hif8(v, out, CAST_ROUND, sat, False)
+        K.encode_hif8(ro(v), out, CAST_ROUND, sat, False)
     elif dst == "float8_e4m3fn":
-        K.encode_e4m3fn(v, out, sat, keep_nan)
+        K.encode_e4m3fn(ro(v), out, sat, keep_nan)
     elif dst == "float8_e5m2":
-        K.encode_e5m2(v, out, sat, keep_nan)
+        K.encode_e5m2(ro(v), out, sat, keep_nan)
     else:
         if src != "bfloat16" and not (src in ("float32", "float16") and fp4_path == "direct"):
             v = _widen16(_f32_to_16(v, "bfloat16", sat), "bfloat16")
-        (K.encode_fp4_e2m1 if dst == "float4_e2m1" else K.encode_fp4_e1m2)(v, out, CAST_RINT, fp4_nan == "nan_sign")
+        (K.encode_fp4_e2m1 if dst == "float4_e2m1" else K.encode_fp4_e1m2)(ro(v), out, CAST_RINT, fp4_nan == "nan_sign")
     return out.reshape(shape)

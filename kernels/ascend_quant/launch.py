@@ -5,6 +5,7 @@ import numpy as np
 
 from npu_emu.kernels.ascend_quant import kernel, tiling as tiling_mod
 from npu_emu.device.launch import launch
+from npu_emu.device.read_only import read_only
 
 _BITS = {"float32": np.float32, "float16": np.uint16, "bfloat16": np.uint16}
 
@@ -21,6 +22,6 @@ def run(x, scale, offset, x_dtype, layout, *, sqrt_mode, round_mode, soc, core_n
             else np.zeros(1, bits))
     y = np.empty(x.shape, np.int8)
     if x.size:
-        launch(kernel.KERNELS[(layout, x_dtype)], tr.block_dim, tr.tiling, x_gm, s_gm, o_gm, y.reshape(-1),
-               ub_size=tr.ub_size)
+        launch(kernel.KERNELS[(layout, x_dtype)], tr.block_dim, tr.tiling, read_only(x_gm), read_only(s_gm),
+               read_only(o_gm), y.reshape(-1), ub_size=tr.ub_size)
     return y, tr

@@ -6,12 +6,13 @@ from npu_emu.kernels.ascend_quant import quantize_kernel as qk
 from npu_emu.kernels.ascend_quant import quantize_tiling as qt
 
 from npu_emu.device.launch import launch
+from npu_emu.device.read_only import read_only
 
 _Y = {"int8": np.int8, "uint8": np.uint8, "int32": np.int32}
 
 
 def _bytes(a):
-    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    return read_only(np.ascontiguousarray(a).reshape(-1).view(np.uint8))
 
 
 def run(x, scale, zp, x_dtype, s_dtype, z_dtype, y_dtype, mode, axis, *, div_model, soc, core_num=None,
@@ -22,8 +23,8 @@ def run(x, scale, zp, x_dtype, s_dtype, z_dtype, y_dtype, mode, axis, *, div_mod
                    ub_size=ub_size)
     y = np.empty(x.shape, _Y[y_dtype])
     if x.size:
-        tags = np.array([qt.MODES[mode], div_model], np.int64)
-        z_gm = _bytes(zp) if zp is not None else np.zeros(4, np.uint8)
+        tags = read_only(np.array([qt.MODES[mode], div_model], np.int64))
+        z_gm = _bytes(zp if zp is not None else np.zeros(4, np.uint8))
         kernel = qk.device(x_dtype, y_dtype, s_dtype, z_dtype).quantize_kernel
         launch(kernel, tr.block_dim, tr.tiling, _bytes(x), _bytes(scale), z_gm, y.reshape(-1).view(np.uint8), tags,
                ub_size=tr.ub_size)

@@ -9,6 +9,7 @@ from npu_emu.ascendc.deq import DEFAULT_SOC
 from npu_emu.frontend.core import Origin, Trace, as_array, check_memory, to_user
 from npu_emu.errors import invalid
 from npu_emu.device.launch import serial_below
+from npu_emu.device.read_only import read_only
 from npu_emu.kernels.data_copy_dequant import kernel as K
 from npu_emu.kernels.data_copy_dequant.checks import check_call
 from npu_emu.ascendc import deq_kernels as deq_core
@@ -53,7 +54,8 @@ def data_copy_dequant(acc, deq_value, *, mode="DEQ8", is_relu=False, soc=DEFAULT
 
 
 def _run(flat_in, flat_out, call):
-    sw, words, relu = call.switches, call.words, call.relu
+    sw, words, relu = call.switches, read_only(call.words), call.relu
+    flat_in = read_only(flat_in)
     n = words.size
     m = np.empty(n, np.float64 if sw.mul_exact else np.float32)  # the scale dtype selects the datapath
     shift = np.empty(n, np.int32)
@@ -62,19 +64,21 @@ def _run(flat_in, flat_out, call):
     default = sw == deq_core.DEFAULT_SWITCHES
     if call.base_mode == "DEQ8":
         K.decode_table(words, sw, m, shift, off)
+        m, shift, off = read_only(m), read_only(shift), read_only(off)
         if default:
             K.deq8_matrix_default(flat_in, flat_out.view(np.uint8), m, shift, off, mcb, call.signed, relu)
         else:
             K.deq8_matrix(flat_in, flat_out.view(np.uint8), m, shift, off, mcb, call.signed, relu, sw)
     elif call.base_mode == "DEQ16":
         K.decode_table(words, sw, m, shift, off)
+        m, shift = read_only(m), read_only(shift)
         if default:
             K.deq16_matrix_default(flat_in, flat_out.view(np.uint16), m, shift, mcb, relu)
         else:
             K.deq16_matrix(flat_in, flat_out.view(np.uint16), m, shift, mcb, relu, sw)
     else:  # DEQS16 always shifts by N + 1, whatever mcb_shift says
         K.decode_table(words, sw._replace(mcb_shift_plus1=1), m, shift, off)
-        K.deqs16_matrix(flat_in, flat_out, shift, relu)
+        K.deqs16_matrix(flat_in, flat_out, read_only(shift), relu)
 
 
 __all__ = ["data_copy_dequant"]

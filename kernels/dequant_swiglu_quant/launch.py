@@ -10,6 +10,7 @@ tiling are run-time arguments.
 import numpy as np
 
 from npu_emu.device.launch import launch
+from npu_emu.device.read_only import read_only
 from npu_emu.kernels.dequant_swiglu_quant import kernel as K
 from npu_emu.kernels.swiglu.launch import contended_work
 
@@ -30,6 +31,9 @@ def bias_operands(bias, bias_dtype):
 
 
 def _launch(kern, tr, extra, args):
+    """``args``: the GM buffers in kernel order, the two outputs (y, scale) last."""
+    args = tuple(read_only(a) for a in args[:-2]) + tuple(args[-2:])
+
     def kernel(block_dim, tdn, ub_size, *gm):
         kern(block_dim, tdn, ub_size, *extra, *gm)
 

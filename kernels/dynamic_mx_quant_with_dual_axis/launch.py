@@ -10,6 +10,7 @@ from npu_emu.kernels.mx_quant.kernel import M_FAITHFUL, M_FAST
 from npu_emu.kernels.mx_quant.launch import _expand_rows, mode_of
 from npu_emu.kernels.mx_quant.tiling import inv_dst_type_max
 from npu_emu.device.launch import checked_access, launch
+from npu_emu.device.read_only import read_only
 from npu_emu.device.validate import AccessPattern
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, AclnnError
 
@@ -110,11 +111,13 @@ def run(x_bits, y1, s1, y2, s2, tr, p1, p2, r32, *, merge=None, fused=None, vali
                             ub_size=tr.ub_size, what="dynamic_mx_quant_with_dual_axis tiling") if validate else None
     dev = kernel.device(int(p1[P_DST]), mode, fused=fused_walk(p1, mode) if fused is None else bool(fused),
                         ocp=bool(p1[P_ALG] == ALG_OCP))
+    p1, p2 = read_only(p1), read_only(p2)
 
     def dynamic_mx_quant_with_dual_axis(block_dim, tdn, ub_size, x_gm, y1_gm, s1_gm, y2_gm, s2_gm):
         dev.dynamic_mx_quant_with_dual_axis_kernel(block_dim, tdn, np.int64(merge), x_gm, y1_gm, s1_gm, y2_gm, s2_gm,
                                                    p1, p2, np.float32(r32), np.float32(0.0))
 
-    report = launch(dynamic_mx_quant_with_dual_axis, tr.block_dim, td, x_bits, y1, s1, y2, s2, ub_size=tr.ub_size,
+    report = launch(dynamic_mx_quant_with_dual_axis, tr.block_dim, td, read_only(x_bits), y1, s1, y2, s2,
+                    ub_size=tr.ub_size,
                     access=access, validate=validate)
     return list(report.overruns) if report is not None else []

@@ -10,6 +10,7 @@ import numpy as np
 from npu_emu.ascendc.constants import DT_BF16, DT_FLOAT16, DT_INT4, DT_INT8
 from npu_emu.ascendc.transcendental import DIV_MODELS  # the div_model names every op shares
 from npu_emu.device.jit_options import serial_below
+from npu_emu.device.read_only import read_only
 from npu_emu.errors import AclnnError, ACLNN_ERR_PARAM_INVALID
 from npu_emu.kernels.dynamic_quant import kernel as _kernel_mod
 
@@ -53,9 +54,9 @@ def run(x_bits, x_dtype, smooth_bits, group, result, *, int4=False, asymmetric=F
     off = offset if asymmetric else np.zeros(1, np.float32)
     # on the calling thread when the work is small or other processes hold the cores (npu_emu.device.launch)
     with serial_below(x_bits.nbytes + y.nbytes):
-        dev.dynamic_quant_kernel(x_bits.reshape(-1), sm, gr, y.reshape(-1), scale.reshape(-1), off.reshape(-1),
-                                 td.to_numba(), np.int64(result.tiling_key), has_smooth,
-                                 np.int64(div_model_code(div_model)))
+        dev.dynamic_quant_kernel(read_only(x_bits.reshape(-1)), read_only(sm), read_only(gr), y.reshape(-1),
+                                 scale.reshape(-1), off.reshape(-1), td.to_numba(), np.int64(result.tiling_key),
+                                 has_smooth, np.int64(div_model_code(div_model)))
     return y, scale, offset
 
 
@@ -98,6 +99,7 @@ def run_arch35(x_bits, x_dtype, smooth_bits, group, result, *, y_dt, asymmetric=
     phases = (1, 2) if tpl in t35.PER_TENSOR + (t35.TPL_PERTEN_LARGE_MULTICORE, t35.TPL_PER_CHANNEL_SPLIT_M) else (0,)
     with serial_below(x_bits.nbytes + y.nbytes):
         for ph in phases:
-            dev.dynamic_quant_arch35_kernel(x_bits.reshape(-1), sm, gr, y.reshape(-1), scale, off, wsx, wsn, tdn,
-                                            np.int64(tpl), dm, np.int64(ph))
+            dev.dynamic_quant_arch35_kernel(read_only(x_bits.reshape(-1)), read_only(sm), read_only(gr),
+                                            y.reshape(-1), scale, off, wsx, wsn, tdn, np.int64(tpl), dm,
+                                            np.int64(ph))
     return y, scale, offset

@@ -7,6 +7,7 @@ from npu_emu.frontend.core import Trace
 from npu_emu.kernels.example.kernel import add_one_access, add_one_kernel
 from npu_emu.kernels.example.tiling import add_one_tiling
 from npu_emu.device.launch import launch
+from npu_emu.device.read_only import read_only
 
 
 def add_one(x, *, soc="ascend910b2", core_num=None, ub_size=None, validate=True, trace=False):
@@ -20,8 +21,8 @@ def add_one(x, *, soc="ascend910b2", core_num=None, ub_size=None, validate=True,
         return (y, Trace(op="AddOne", soc=soc)) if trace else y
     tr = add_one_tiling(x.size, soc=soc, core_num=core_num, ub_size=ub_size)
     access = add_one_access(tr.tiling, tr.block_dim, x.size)
-    report = launch(add_one_kernel, tr.block_dim, tr.tiling, x.reshape(-1), y.reshape(-1), ub_size=tr.ub_size,
-                    access=access, validate=validate)
+    report = launch(add_one_kernel, tr.block_dim, tr.tiling, read_only(x.reshape(-1)), y.reshape(-1),
+                    ub_size=tr.ub_size, access=access, validate=validate)
     if not trace:
         return y
     return y, Trace(op="AddOne", soc=tr.soc, tiling_data=tr.tiling.fields(), tiling_data_bytes=tr.tiling.to_bytes(),

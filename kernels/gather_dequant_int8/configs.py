@@ -7,15 +7,13 @@ from npu_emu.frontend.cases import bf16 as _bf16, collector, rng as _rng  # noqa
 
 CONFIGS, config = collector()
 
-def _gather(readonly):
+def _gather():
     def build():
         from npu_emu.ops import gather_dequant_int8
 
         rng = _rng()
         vocab, emb = 64, 256
         table = rng.integers(0, 256, (vocab, emb), dtype=np.uint8)
-        if readonly:
-            table = np.frombuffer(table.tobytes(), np.uint8).reshape(vocab, emb)
         scale = (rng.random(vocab) * 0.01 + 1e-4).astype(np.float16)
         zp = (rng.random(vocab) * 255).astype(np.float16)
         idx = rng.integers(0, vocab, (2, 8)).astype(np.int32)
@@ -24,7 +22,4 @@ def _gather(readonly):
     return build
 
 
-config("gather_dequant_int8.fp16", "gather_dequant_int8: uint8 table rows -> float16")(_gather(False))
-# the kernel reads the table in place: a read-only table (np.frombuffer, a memory map) is another numba signature
-config("gather_dequant_int8.readonly_table", "gather_dequant_int8 with a read-only table (np.frombuffer, mmap)")(
-    _gather(True))
+config("gather_dequant_int8.fp16", "gather_dequant_int8: uint8 table rows -> float16")(_gather())

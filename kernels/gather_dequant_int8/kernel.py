@@ -24,6 +24,7 @@ from npu_emu.dtypes.scalar import f16_to_f32, f32_to_f16
 from npu_emu.device.jit_options import PARALLEL
 from npu_emu.kernels.gather_dequant_int8.tiling import BUFFER_NUM, align_up, core_range, ub_offsets
 from npu_emu.device.launch import checked_access, launch, ub_view
+from npu_emu.device.read_only import read_only
 from npu_emu.device.validate import AccessPattern, ValidationReport
 
 Q_VALUES = 256          # a table byte has 256 values: the size of the fast kernel's per-row table
@@ -154,7 +155,7 @@ def access_pattern(tr, indices):
 def run(table, indices, scale, zero_point, y, tr, *, flush=False, faithful=False, validate=True):
     """Launch on checked inputs: table uint8 [V, E], indices int32 (N,), scale / zero_point uint16 (V,) half bits,
     y uint16 [N, E] (written in place), ``tr`` the tiling result. Returns the validation report (or None)."""
-    gm = (table.reshape(-1), indices, scale, zero_point, y.reshape(-1))
+    gm = tuple(read_only(a) for a in (table.reshape(-1), indices, scale, zero_point)) + (y.reshape(-1),)
     checked = None
     if validate:
         # the table reads follow the indices, so their values are part of the key; the fast path has no UB

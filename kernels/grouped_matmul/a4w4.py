@@ -23,6 +23,7 @@ from npu_emu.device import memo
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import check_memory, resolve_dtype
 from npu_emu.device.launch import serial_below
+from npu_emu.device.read_only import read_only as ro
 from npu_emu.kernels.grouped_matmul import api_forms as forms, checks, launch, mx, tiling as tiling_mod
 from npu_emu.kernels.quant_matmul import operands
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
@@ -223,7 +224,7 @@ def compute(args, x, w, scale, pt, groups, ent, tr, y, validate=True):
         k0 = kg * gs
         launch.int_cube(np.ascontiguousarray(x8[:, k0:k0 + gs]), np.ascontiguousarray(w8[:, k0:k0 + gs]), ent, part)
         with serial_below(part.nbytes + 2 * ws.nbytes):    # a small stage: no pool waking between the GEMMs
-            a4w4_kernel.fixpipe_group_kernel(part, np.ascontiguousarray(s32[:, kg]), row_w, kg == 0, ws)
+            a4w4_kernel.fixpipe_group_kernel(ro(part), ro(np.ascontiguousarray(s32[:, kg])), ro(row_w), kg == 0, ws)
     acc_f = ws.view(np.float16).astype(np.float32)         # Cast half -> float (CAST_NONE): exact
     empty_f, empty_i = np.zeros((e, 0), np.float32), np.zeros((e, 0), np.int32)
     launch.run_epilogue(tr, ent, args, np.zeros(0, np.int32), acc_f, empty_f, pt, empty_i, empty_f,

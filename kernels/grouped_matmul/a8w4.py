@@ -34,6 +34,7 @@ from npu_emu.errors import (
 )
 from npu_emu.frontend.core import Trace, as_array, check_memory, resolve_dtype
 from npu_emu.device.launch import serial_below
+from npu_emu.device.read_only import read_only as ro
 from npu_emu.kernels.grouped_matmul import a8w4_kernel, api_forms as forms, checks, launch
 from npu_emu.kernels.quant_matmul import trans_quant_param as tqp
 from npu_emu.kernels.quant_matmul import v4, v4_kernel
@@ -285,7 +286,7 @@ def pair_sum_scale(words, y_name="float16"):
     u = np.ascontiguousarray(words).view(np.uint64)
     pair = u.reshape(-1).view(np.uint32).reshape(-1, 2)
     out = np.empty(pair.shape[0], np.uint32 if y_name == "float16" else np.uint16)
-    a8w4_kernel.fake_quant_scale_kernel(np.ascontiguousarray(pair), int(y_name == "bfloat16"), out)
+    a8w4_kernel.fake_quant_scale_kernel(ro(np.ascontiguousarray(pair)), int(y_name == "bfloat16"), out)
     return out.view(np.float32 if y_name == "float16" else ml_dtypes.bfloat16).reshape(u.shape)
 
 
@@ -350,7 +351,7 @@ class A8W4Sub:
             s2g = np.ascontiguousarray(s2[g], np.float32)
             for j0, parts in v4.group_batches(hl[2 * r0:2 * (r0 + mg)], self.wv[g].astype(np.float32), gs):
                 with serial_below(parts.nbytes + 2 * wsg.nbytes):    # small steps: no pool waking between GEMMs
-                    v4_kernel.msd_fused_kernel_rint(parts, j0, s2g, wsg, cfg)
+                    v4_kernel.msd_fused_kernel_rint(ro(parts), j0, ro(s2g), wsg, ro(cfg))
         if self.plan.with_offset:
             rowsum = self.x.astype(np.int64).sum(axis=1).astype(np.float32)   # |Σ| < 2^24: exact in any order
             off = _f32(self.offset).reshape(e, n)
@@ -358,9 +359,9 @@ class A8W4Sub:
             rowsum = np.zeros(0, np.float32)
             off = np.zeros((0, 0), np.float32)
         with serial_below(ws.nbytes + out.nbytes):
-            a8w4_kernel.msd_dequant_kernel(self.plan.core_num, self.counts, n, self.plan.single_m,
-                                           self.plan.single_n, ws, _f32(self.bias), off, rowsum,
-                                           _f32(self.pt).reshape(-1), int(self.args.y_dtype == "bfloat16"), out)
+            a8w4_kernel.msd_dequant_kernel(self.plan.core_num, ro(self.counts), n, self.plan.single_m,
+                                           self.plan.single_n, ro(ws), ro(_f32(self.bias)), ro(off), ro(rowsum),
+                                           ro(_f32(self.pt).reshape(-1)), int(self.args.y_dtype == "bfloat16"), out)
         y[:rows] = out[:rows].view(y.dtype)
         return y
 
@@ -378,11 +379,12 @@ class A8W4Sub:
             for j0, parts in v4.group_batches(hl[2 * r0:2 * (r0 + mg)], self.wv[g].astype(np.float32),
                                               VECTOR_DEQUANT_GROUP):
                 with serial_below(parts.nbytes + 2 * accg.nbytes):
-                    a8w4_kernel.vector_dequant_step(parts, j0, s[g], accg)
+                    a8w4_kernel.vector_dequant_step(ro(parts), j0, ro(s[g]), accg)
         with serial_below(acc.nbytes + out.nbytes):
-            a8w4_kernel.msd_dequant_kernel(self.plan.core_num, self.counts, n, self.plan.single_m,
-                                           self.plan.single_n, acc, _f32(self.bias), np.zeros((0, 0), np.float32),
-                                           np.zeros(0, np.float32), _f32(self.pt).reshape(-1),
+            a8w4_kernel.msd_dequant_kernel(self.plan.core_num, ro(self.counts), n, self.plan.single_m,
+                                           self.plan.single_n, ro(acc), ro(_f32(self.bias)),
+                                           ro(np.zeros((0, 0), np.float32)), ro(np.zeros(0, np.float32)),
+                                           ro(_f32(self.pt).reshape(-1)),
                                            int(self.args.y_dtype == "bfloat16"), out)
 
     def make_trace(self):

@@ -17,6 +17,7 @@ workspace.
 import numpy as np
 
 from npu_emu.device.specialize import load
+from npu_emu.device.read_only import read_only as ro
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import check_memory
 from npu_emu.kernels.grouped_matmul import api_forms as forms, checks
@@ -180,7 +181,7 @@ def dequant_weight(w, scale, offset, x_name):
     check_memory(2 * w8.size, "GroupedMatmul antiquant weight workspace")
     out = np.empty((e * k, n), np.uint16)
     dev = load("npu_emu.kernels.grouped_matmul.antiquant_kernel", BF16=int(x_name == "bfloat16"))
-    dev.antiquant_weight_kernel(np.ascontiguousarray(w8).reshape(e * k, n), sb, ob, k, k // g, out)
+    dev.antiquant_weight_kernel(ro(np.ascontiguousarray(w8).reshape(e * k, n)), ro(sb), ro(ob), k, k // g, out)
     return out.reshape(w8.shape).view(storage_dtype(x_name))
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from npu_emu.device import platforms
 from npu_emu.device.specialize import load
+from npu_emu.device.read_only import read_only as ro
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import check_memory, resolve_dtype
 from npu_emu.kernels.grouped_matmul import checks, launch, tiling as tiling_mod
@@ -157,7 +158,7 @@ def run_msd(x, w, scale, offset, bias, ent, t, x_name, y):
     a1 = np.zeros((m, k), np.int8)
     a2 = np.zeros((m, k), np.int8)
     dev = load("npu_emu.kernels.grouped_matmul.msd_kernel", BF16=bf, HAS_BIAS=int(bias is not None))
-    dev.msd_preprocess_kernel(xb, pieces, amax, lsum, a1, a2)
+    dev.msd_preprocess_kernel(ro(xb), ro(pieces), amax, lsum, a1, a2)
     groups = [(int(g), int(r), int(mm)) for g, r, mm in zip(*ent)]
     c1 = np.zeros((m, n), np.int32)
     c2 = np.zeros((m, n), np.int32)
@@ -168,8 +169,9 @@ def run_msd(x, w, scale, offset, bias, ent, t, x_name, y):
     else:
         bb = np.ascontiguousarray(bias).astype(np.float32) if bf else np.ascontiguousarray(bias).view(np.uint16)
     gar = np.array(groups, np.int64).reshape(-1, 3)
-    dev.msd_post_kernel(c1, c2, amax, lsum, n_sum, gar, np.ascontiguousarray(scale).view(np.uint16),
-                        np.ascontiguousarray(offset).view(np.uint16), bb, y)
+    dev.msd_post_kernel(ro(c1), ro(c2), ro(amax), ro(lsum), n_sum, ro(gar),
+                        ro(np.ascontiguousarray(scale).view(np.uint16)),
+                        ro(np.ascontiguousarray(offset).view(np.uint16)), ro(bb), y)
     return y
 
 

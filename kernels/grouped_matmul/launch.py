@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from npu_emu.device.launch import MAX_BLOCK_DIM, checked_access, launch
+from npu_emu.device.read_only import read_only
 from npu_emu.device.specialize import load
 from npu_emu.device.validate import AccessPattern
 from npu_emu.dtypes import scalar
@@ -287,6 +288,7 @@ def run_epilogue(tr, ent, args, acc_i, acc_f, scale, pt, bias_i, bias_f, out_cod
             ("bias_f", per_entry(bias_f, np.float32)),
             ("off9", per_entry(np.zeros((1, 0), np.int32) if off9 is None else off9, np.int32)), ("cfg", cfg),
             ("y", y8)]
+    bufs = [(name, b if name == "y" else read_only(b)) for name, b in bufs]
     access = validate_launch(tr, ent, args, "acc_i" if acc_int else "acc_f", bufs, itemsize, validate)
     return launch(gmm_epilogue, tr.block_dim, tr.tiling, *[b for _, b in bufs], ub_size=tr.ub_size, access=access,
                   validate=validate, work=4 * int(m.sum()) * y.shape[1])

@@ -142,8 +142,7 @@ def _make_trace(op, tr, overruns, notes=()):
 
 def _x_bits(xa):
     """The input as flat uint16 words (FP32: two little-endian words per element), the kernels' one x type."""
-    bits = np.ascontiguousarray(xa).reshape(-1).view(np.uint16)
-    return bits if bits.flags.writeable else bits.copy()
+    return np.ascontiguousarray(xa).reshape(-1).view(np.uint16)
 
 
 # ---------------------------------------------------------------------------------------------------------------

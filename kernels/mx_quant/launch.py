@@ -30,6 +30,7 @@ from npu_emu.kernels.mx_quant.common import (
 from npu_emu.kernels.mx_quant.kernel import RUN_CHUNK, M_ELEMENT, M_FAITHFUL, M_FAST, W_ANY, W_COLS, W_ROWS, W_ROWS32
 from npu_emu.kernels.mx_quant.tiling import dynamic_ub_bytes, grouped_ub_bytes, unit_ranges
 from npu_emu.device.launch import checked_access, launch
+from npu_emu.device.read_only import read_only
 from npu_emu.device.specialize import load
 from npu_emu.device.validate import MAX_BLOCK_DIM, MAX_TILES, AccessPattern
 
@@ -81,8 +82,8 @@ def fused_walk_covers(td, block_dim, params):
 
 def grouped_tile_table(td, group_index, block_dim):
     """All tiles of all cores: int64 array [(core, tile, group, start, size, block in group)]."""
-    return _tile_table(td.usedCoreNum, block_dim, np.ascontiguousarray(group_index, np.int32), td.groupNum,
-                       td.blockColSize, td.blockRowCount)
+    gi = read_only(np.ascontiguousarray(group_index, np.int32))
+    return _tile_table(td.usedCoreNum, block_dim, gi, td.groupNum, td.blockColSize, td.blockRowCount)
 
 
 def _join_tiles(core, tile, first, count, pitch, width):
@@ -165,6 +166,7 @@ def run_grouped(x_bits, group_index, y, mxscale, tr, params, r32, *, shape, vali
 
     # GroupedDynamicMxQuant quantizes along the rows only: column blocks, the copy without the last-axis loops
     dev = device_for(params, W_COLS)
+    params = read_only(params)
 
     def grouped_dynamic_mx_quant(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm):
         if fused:
@@ -173,8 +175,8 @@ def run_grouped(x_bits, group_index, y, mxscale, tr, params, r32, *, shape, vali
             dev.grouped_dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, gi_gm, y_gm, s_gm, params,
                                                 np.float32(r32))
 
-    report = launch(grouped_dynamic_mx_quant, tr.block_dim, td, x_bits, group_index, y, mxscale,
-                    ub_size=tr.ub_size, access=access, validate=validate)
+    report = launch(grouped_dynamic_mx_quant, tr.block_dim, td, read_only(x_bits), read_only(group_index), y,
+                    mxscale, ub_size=tr.ub_size, access=access, validate=validate)
     return list(report.overruns) if report is not None else []
 
 
@@ -275,11 +277,12 @@ def run_dynamic(x_bits, y, mxscale, tr, params, r32, mlb32, x_dtype, *, validate
     # a copy of the kernel for the walk this call takes (kernel.WALK: each compiles about half the unit)
     walk = W_COLS if td.postAxisSize > 1 else W_ROWS32 if td.blockSize == RUN_CHUNK else W_ROWS
     dev = device_for(params, walk)
+    params = read_only(params)
 
     def dynamic_mx_quant(block_dim, tdn, ub_size, x_gm, y_gm, s_gm):
         dev.dynamic_mx_quant_kernel(block_dim, tdn, ub_size, x_gm, y_gm, s_gm, params, np.float32(r32),
                                 np.float32(mlb32))
 
-    report = launch(dynamic_mx_quant, tr.block_dim, td, x_bits, y, mxscale, ub_size=tr.ub_size, access=access,
-                    validate=validate)
+    report = launch(dynamic_mx_quant, tr.block_dim, td, read_only(x_bits), y, mxscale, ub_size=tr.ub_size,
+                    access=access, validate=validate)
     return list(report.overruns) if report is not None else []

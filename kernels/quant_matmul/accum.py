@@ -28,6 +28,7 @@ from numba import njit, prange
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.device.jit_options import PARALLEL, is_contended
 from npu_emu.device.launch import host_column_split, host_matmul, run_host_parts, serial_below, single_blas_thread
+from npu_emu.device.read_only import read_only as ro
 
 FLOAT_ACCUM = ("exact", "kchunk", "sequential", "numpy")
 F32_EXACT_INT = 1 << 24          # integers up to 2^24 are exact in float32
@@ -459,7 +460,7 @@ def exact_matmul_f32(a, b, sig_a, sig_b, bias=None):
     bias_arr = np.zeros((1, 0)) if bias is None else np.ascontiguousarray(bias, dtype=np.float64)
     out = np.empty((nb, shape[-2], shape[-1]), np.float32)
     with serial_below(stacked.nbytes + out.nbytes):
-        _combine(stacked, bias_arr, out)
+        _combine(ro(stacked), ro(bias_arr), out)
     return out.reshape(shape)
 
 
@@ -518,7 +519,7 @@ def float_matmul(a64, b64, sig_a, sig_b, *, float_accum="exact", base_k=128, bia
         a3 = np.ascontiguousarray(np.broadcast_to(a32, shape[:-2] + a32.shape[-2:])).reshape((-1,) + a32.shape[-2:])
         b3 = np.ascontiguousarray(np.broadcast_to(b32, shape[:-2] + b32.shape[-2:])).reshape((-1,) + b32.shape[-2:])
         with serial_below(4 * out.size * a3.shape[-1]):     # k multiply-adds per output element
-            _sequential(a3, b3, bias_arr, out)
+            _sequential(ro(a3), ro(b3), ro(bias_arr), out)
         return out.reshape(shape)
     # kchunk: exact within each baseK chunk, rounded, then accumulated in fp32 in k order
     k = a64.shape[-1]

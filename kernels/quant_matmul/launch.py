@@ -9,6 +9,7 @@ from npu_emu.dtypes import scalar
 from npu_emu.kernels.quant_matmul import kernel
 from npu_emu.kernels.quant_matmul.tiling import block_coords
 from npu_emu.device.launch import checked_access, launch
+from npu_emu.device.read_only import read_only
 from npu_emu.device.specialize import load
 from npu_emu.device.validate import AccessPattern
 
@@ -100,11 +101,10 @@ def launch_epilogue(tr, acc, plan, sw, s2, s1, bias_i, bias_f, off9, y8, out_cod
     cfg[kernel.CFG_SAT] = int(sw.cast_overflow == "saturate")
     cfg[kernel.CFG_BIAS_ROWS] = bias_rows
     cfg[kernel.CFG_ACC_INT] = int(acc.dtype == np.int32)
-    # fresh writeable C copies of the small operands: numba compiles a separate kernel for read-only arrays
-    small = lambda x, dt: np.array(x, dtype=dt, copy=True).reshape(-1)
-    bufs = [("acc_i32", acc_i32), ("acc_f32", acc_f32), ("s2", small(s2, np.float32)), ("s1", small(s1, np.float32)),
-            ("bias_i", small(bias_i, np.int32)), ("bias_f", small(bias_f, np.float32)), ("off9", small(off9, np.int32)),
-            ("cfg", cfg), ("y", y8)]
+    small = lambda x, dt: read_only(np.ascontiguousarray(x, dtype=dt).reshape(-1))
+    bufs = [("acc_i32", read_only(acc_i32)), ("acc_f32", read_only(acc_f32)), ("s2", small(s2, np.float32)),
+            ("s1", small(s1, np.float32)), ("bias_i", small(bias_i, np.int32)), ("bias_f", small(bias_f, np.float32)),
+            ("off9", small(off9, np.int32)), ("cfg", read_only(cfg)), ("y", y8)]
     itemsize = kernel.OUT_ITEMSIZE[out_code]
     access = None
     if sw.validate:

@@ -13,6 +13,7 @@ from numba import njit
 
 from npu_emu.dtypes import scalar
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, ACLNN_ERR_PARAM_NULLPTR, AclnnError
+from npu_emu.device.read_only import read_only as ro
 
 QUANT_FLAG = np.uint64(1 << 46)
 OFFSET_SHIFT = 37
@@ -79,8 +80,8 @@ def trans_quant_param(scale, offset=None, round_mode=0):
     offset = None if offset is None else _as_f32(np.asarray(offset), "offset")
     shape = check_shapes(scale, offset)
     out = np.empty(int(np.prod(shape)), np.uint64)
-    offs = np.empty(0, np.float32) if offset is None else np.array(offset, copy=True).reshape(-1)
-    _pack(np.array(scale, copy=True).reshape(-1).view(np.uint32), offs, out.size, int(round_mode), out)
+    offs = np.empty(0, np.float32) if offset is None else np.ascontiguousarray(offset).reshape(-1)
+    _pack(ro(np.ascontiguousarray(scale).reshape(-1).view(np.uint32)), ro(offs), out.size, int(round_mode), out)
     return out.reshape(shape)
 
 
@@ -105,9 +106,9 @@ def _t19_loop(u, out):
 
 def _t19_array(u32):
     """t19 of every element, returned as float32 values."""
-    flat = np.array(u32, dtype=np.uint32, copy=True).reshape(-1)   # writeable: one numba signature
+    flat = np.ascontiguousarray(u32, dtype=np.uint32).reshape(-1)
     out = np.empty(flat.size, np.uint32)
-    _t19_loop(flat, out)
+    _t19_loop(ro(flat), out)
     return out.view(np.float32).reshape(np.shape(u32))
 
 

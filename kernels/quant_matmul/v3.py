@@ -18,6 +18,7 @@ from npu_emu.kernels.quant_matmul.launch import launch_epilogue
 from npu_emu.kernels.quant_matmul.operands import float_values, int_values, logical
 from npu_emu.kernels.quant_matmul.weight_nz import nz_to_storage_nd
 from npu_emu.device.launch import launch
+from npu_emu.device.read_only import read_only
 
 MX_GROUP = 32
 
@@ -142,7 +143,8 @@ def compute_v3(res, ops, sw, *, user_tiling=None, block_dim=None, trace=True):
             a_c = np.array(a3, copy=True).reshape(-1)
             b_c = np.array(b3, copy=True).reshape(-1)
             l0a_nz = np.array([int(platforms.get(sw.soc).npu_arch == 3510)], np.int64)
-            launch(kernel.qbmm_cube_faithful_kernel, tr.block_dim, tr.tiling, a_c, b_c, acc.reshape(-1), l0a_nz,
+            launch(kernel.qbmm_cube_faithful_kernel, tr.block_dim, tr.tiling, read_only(a_c), read_only(b_c),
+                   acc.reshape(-1), read_only(l0a_nz),
                    ub_size=tr.ub_size, validate=False)
             notes.append("faithful integer cube: per base block and baseK chunk, L0A/L0B loads and Mmad")
         else:
@@ -235,6 +237,7 @@ def _perblock(plan, a, x1v, x2v, sig1, sig2, ops, sw, tr, m, n, k, nb):
                                   base_k=128)
         cfg[0] = j
         launch(kernel.qbmm_perblock_kernel, tr.block_dim, tr.tiling,
-               np.ascontiguousarray(part, dtype=np.float32).reshape(-1), s1.reshape(-1), s2.reshape(-1), acc, cfg,
+               read_only(np.ascontiguousarray(part, dtype=np.float32).reshape(-1)), read_only(s1.reshape(-1)),
+               read_only(s2.reshape(-1)), acc, read_only(cfg),
                ub_size=tr.ub_size, validate=False)
     return acc.reshape(nb, m, n)

@@ -39,6 +39,7 @@ from npu_emu.kernels.quant_matmul.operands import int_values, logical
 from npu_emu.kernels.quant_matmul.v3 import float_cube
 from npu_emu.kernels.quant_matmul.weight_nz import nz_to_storage_nd
 from npu_emu.device.launch import host_matmul, launch
+from npu_emu.device.read_only import read_only as ro
 
 PER_BLOCK = v4t.PER_BLOCK
 A4W4_GROUP = v4t.A4W4_GROUP
@@ -158,15 +159,16 @@ def compute_perblock(res, ops, sw, user_tiling=None, block_dim=None):
         acc = np.zeros(m * n, np.float32)
         cfg = np.zeros(v4_kernel.PB_LEN, np.int64)
         cfg[v4_kernel.PB_G], cfg[v4_kernel.PB_BIAS_FIRST] = g, int(a2)
-        bias_k = b_row if (a2 and b_row is not None) else np.empty(0, np.float32)
+        bias_k = ro(b_row if (a2 and b_row is not None) else np.empty(0, np.float32))
+        s1e, x2e = ro(s1e), ro(x2e)
         for j0, parts in group_batches(x1[bi], x2[bi], PER_BLOCK):
             if not sw.faithful:
-                v4_kernel.perblock_fused_kernel(parts, j0, s1e, x2e, bias_k, a2, acc.reshape(m, n))
+                v4_kernel.perblock_fused_kernel(ro(parts), j0, s1e, x2e, bias_k, a2, acc.reshape(m, n))
                 continue
             for jj in range(parts.shape[0]):
                 cfg[v4_kernel.PB_J] = j0 + jj
-                launch(v4_kernel.perblock_step_kernel, tr.block_dim, tr.tiling, parts[jj].reshape(-1),
-                       s1e.reshape(-1), x2e.reshape(-1), bias_k, acc, cfg, ub_size=tr.ub_size, validate=False)
+                launch(v4_kernel.perblock_step_kernel, tr.block_dim, tr.tiling, ro(parts[jj].reshape(-1)),
+                       s1e.reshape(-1), x2e.reshape(-1), bias_k, acc, ro(cfg), ub_size=tr.ub_size, validate=False)
         y, report = _finish(ep, acc, sw, None, None if a2 else b_row, a.out.dtype, m, n)
         ys.append(y)
     y = np.stack(ys).reshape(batch + (m, n))
@@ -197,16 +199,17 @@ def compute_a4w4_asym(res, ops, sw, user_tiling=None, block_dim=None):
     cfg = np.zeros(1, np.int64)
     rowsums = x1.reshape(m, -1, gs_k).sum(axis=2, dtype=np.float32) if k % gs_k == 0 else \
         np.stack([x1[:, g0:g0 + gs_k].sum(axis=1, dtype=np.float32) for g0 in range(0, k, gs_k)], axis=1)
-    rowsums = np.ascontiguousarray(rowsums.T)                # (G, m) exact small integers
+    rowsums = ro(np.ascontiguousarray(rowsums.T))            # (G, m) exact small integers
+    off, s2 = ro(off), ro(s2)
     for j0, parts in group_batches(x1, x2, gs_k):
         if not sw.faithful:
-            v4_kernel.a4w4_fused_kernel(parts, j0, rowsums, off, s2, acc.reshape(m, n))
+            v4_kernel.a4w4_fused_kernel(ro(parts), j0, rowsums, off, s2, acc.reshape(m, n))
             continue
         for jj in range(parts.shape[0]):
             gi = j0 + jj
-            launch(v4_kernel.a4w4_group_kernel, tr.block_dim, tr.tiling, parts[jj].reshape(-1), rowsums[gi],
-                   np.ascontiguousarray(off[gi]), np.ascontiguousarray(s2[gi]), acc, cfg, ub_size=tr.ub_size,
-                   validate=False)
+            launch(v4_kernel.a4w4_group_kernel, tr.block_dim, tr.tiling, ro(parts[jj].reshape(-1)), rowsums[gi],
+                   ro(np.ascontiguousarray(off[gi])), ro(np.ascontiguousarray(s2[gi])), acc, ro(cfg),
+                   ub_size=tr.ub_size, validate=False)
     y, report = _finish(ep, acc, sw, s1, None, a.out.dtype, m, n)
     return y, _trace(res, tr, sw, "K-G asym", [f"gsK {gs_k}"], report)
 
@@ -243,20 +246,21 @@ def compute_msd(res, ops, sw, user_tiling=None, block_dim=None):
     w = logical(int_values(ops["x2"]), a.transpose_x2).astype(np.float32)
     ws = np.zeros(2 * m * n, np.uint16)                     # the fp16 workspace, zeroed before the atomic adds
     rmode, sat = _rmode_sat(sw)
-    cfg = np.array([rmode, sat], np.int64)
+    cfg = ro(np.array([rmode, sat], np.int64))
+    s2 = ro(s2)
     rint = rmode == scalar.CAST_RINT and not sat           # the default: kernels with the mode as a constant
     fused = v4_kernel.msd_fused_kernel_rint if rint else v4_kernel.msd_fused_kernel
     group = v4_kernel.msd_group_kernel_rint if rint else v4_kernel.msd_group_kernel
     for j0, parts in group_batches(hl, w, gs):             # |sum| <= k·8·8 < 2^24 for k <= 29576
         if not sw.faithful:
-            fused(parts, j0, s2, ws.reshape(2 * m, n), cfg)
+            fused(ro(parts), j0, s2, ws.reshape(2 * m, n), cfg)
             continue
         for jj in range(parts.shape[0]):
-            launch(group, tr.block_dim, tr.tiling, parts[jj].reshape(-1),
-                   np.ascontiguousarray(s2[j0 + jj]), ws, cfg, ub_size=tr.ub_size, validate=False)
+            launch(group, tr.block_dim, tr.tiling, ro(parts[jj].reshape(-1)),
+                   ro(np.ascontiguousarray(s2[j0 + jj])), ws, cfg, ub_size=tr.ub_size, validate=False)
     y_off = np.ascontiguousarray(operands.scale_values(ops["y_offset"]).reshape(-1), np.float32)
     y = np.empty(m * n, np.float32)
-    launch(v4_kernel.msd_combine_kernel, tr.block_dim, tr.tiling, ws, y_off, y, ub_size=tr.ub_size,
+    launch(v4_kernel.msd_combine_kernel, tr.block_dim, tr.tiling, ro(ws), ro(y_off), y, ub_size=tr.ub_size,
            validate=False)
     s1 = np.ascontiguousarray(operands.scale_values(ops["x1_scale"]).reshape(-1), np.float32)
     out, report = _finish(ep, y, sw, s1, None, a.out.dtype, m, n)
@@ -335,7 +339,7 @@ def compute_a8w4_float(res, ops, sw, user_tiling=None, block_dim=None):
     # the weight is cast to xType, x1's format
     dev = tcg_kernel.device(scale_f16=s_op.dtype == "float16", e5m2=a.x1.dtype == "float8_e5m2")
     w3 = np.empty(k * n, np.uint8)
-    launch(dev.tcg_weight_kernel, tr.block_dim, tr.tiling, codes, scale_bits, w3, cfg, ub_size=tr.ub_size,
+    launch(dev.tcg_weight_kernel, tr.block_dim, tr.tiling, ro(codes), ro(scale_bits), w3, ro(cfg), ub_size=tr.ub_size,
            validate=False)
     w3v = scalar.DECODE_TABLES[a.x1.dtype][w3].astype(np.float64).reshape(k, n)
     x1v = logical(operands.float_values(ops["x1"]), a.transpose_x1)

@@ -28,6 +28,7 @@ from npu_emu.kernels.sign_bits.kernel import (
 )
 from npu_emu.kernels.sign_bits.tiling import PACK950_SLOT
 from npu_emu.device.launch import checked_access, launch
+from npu_emu.device.read_only import read_only
 from npu_emu.device.validate import AccessPattern, tile_ranges
 
 
@@ -344,7 +345,7 @@ def run_unpack(x, y, tr, family, *, validate=True, faithful=False):
     checked = checked_access(("sign_bits.unpack", tr, n, es, family), lambda: unpack_access(tr, n, es, family),
                              ub_size=tr.ub_size, validate=validate, what=f"{kern.__name__} tiling",
                              problems=lambda: unpack_tiling_problems(tr, n, es, family))
-    launch(kern, tr.block_dim, tr.tiling, x, yk, ub_size=tr.ub_size, access=checked, validate=False)
+    launch(kern, tr.block_dim, tr.tiling, read_only(x), yk, ub_size=tr.ub_size, access=checked, validate=False)
     return _overruns(checked)
 
 
@@ -365,5 +366,5 @@ def run_pack(bits, y, tr, family, *, nan_bit=0, ftz=False, validate=True):
     checked = checked_access(("sign_bits.pack", tr, n, es, family, nb), lambda: pack_access(tr, n, es, family, nb),
                              ub_size=tr.ub_size, validate=validate, what=f"{kern.__name__} tiling",
                              problems=lambda: pack_tiling_problems(tr, n, es, family))
-    launch(kernel, tr.block_dim, tr.tiling, xk, y, ub_size=tr.ub_size, access=checked, validate=False)
+    launch(kernel, tr.block_dim, tr.tiling, read_only(xk), y, ub_size=tr.ub_size, access=checked, validate=False)
     return _overruns(checked)

@@ -13,6 +13,7 @@ from npu_emu.kernels.swiglu import kernel as K
 from npu_emu.kernels.swiglu.tiling import ITEMSIZE, kernel_tiling, ub_bytes
 from npu_emu.device.jit_options import is_contended
 from npu_emu.device.launch import checked_access, launch
+from npu_emu.device.read_only import read_only
 from npu_emu.device.validate import AccessPattern
 
 _GM_DTYPE = {"float32": np.float32, "float16": np.uint16, "bfloat16": np.uint16}
@@ -99,7 +100,7 @@ def run_swiglu(x_flat, y_flat, tr, dtype, *, exp_model, div_model, faithful=Fals
             kern(block_dim, tdn, ub_size, em, dm, x_gm, y_gm)
     else:
         kern = K.swiglu_fused_bf16 if dtype == "bfloat16" else K.swiglu_fused_f16
-        table = swish_table(dtype, em, dm)
+        table = read_only(swish_table(dtype, em, dm))
 
         def kernel(block_dim, tdn, ub_size, x_gm, y_gm):
             kern(block_dim, tdn, ub_size, table, x_gm, y_gm)
@@ -109,5 +110,5 @@ def run_swiglu(x_flat, y_flat, tr, dtype, *, exp_model, div_model, faithful=Fals
     checked = checked_access(("swiglu", tr, dtype, xs, ys),
                              lambda: swiglu_access(tr, dtype, xs, ys), ub_size=tr.ub_size,
                              validate=validate, what=f"{kern.__name__} tiling", problems=lambda: tiling_problems(td))
-    launch(kernel, tr.block_dim, td, x_flat, y_flat, ub_size=tr.ub_size, access=checked, validate=False,
+    launch(kernel, tr.block_dim, td, read_only(x_flat), y_flat, ub_size=tr.ub_size, access=checked, validate=False,
            work=contended_work())

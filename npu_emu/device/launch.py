@@ -172,6 +172,12 @@ def _check_buffers(gm_buffers, access):
         if i in written and not arr.flags.writeable:
             raise AclnnError(ACLNN_ERR_INNER, f"launch: GM buffer {decl.name} is written by the kernel but the "
                                               f"array is read-only; pass a writeable array")
+        if i not in written and not decl.output and arr.flags.writeable:
+            # an error of the launching code, not the user's: the same launch without an access pattern
+            # (validate=False) must hand the kernel the same types
+            raise AclnnError(ACLNN_ERR_INNER, f"launch: GM buffer {decl.name} is only read by the kernel but was "
+                                              f"passed writeable; pass read_only({decl.name}) "
+                                              f"(npu_emu.device.read_only), so that every call shares one kernel")
 
 
 def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validate=True, work=None):
@@ -183,7 +189,9 @@ def launch(kernel, block_dim, tiling, *gm_buffers, ub_size, access=None, validat
     overflows ``ub_size`` raises AclnnError 561002 naming core, tile, buffer and range, and the kernel does
     not run. Buffer counts, dtypes and sizes are checked against ``access`` even with ``validate=False``.
     ``access`` may also be a :class:`CheckedAccess` (the pattern already checked, e.g. by :func:`checked_access`);
-    with ``validate=True`` it must be a validated one.
+    with ``validate=True`` it must be a validated one. Every buffer the kernel only reads is passed as a read-only
+    view (:func:`npu_emu.device.read_only.read_only`), with or without ``access``; with it, a writeable one that
+    ``access`` neither declares an output nor writes raises AclnnError 561000.
 
     The kernel runs on numba's thread pool when its GM buffers total at least
     :func:`~npu_emu.device.jit_options.parallel_min_bytes` (1 MiB; 64 MiB while the box is oversubscribed), on
