@@ -1,7 +1,7 @@
 """Every array a kernel only reads reaches it as a read-only view, so one compiled kernel serves every caller.
 
 numba types an array's writeable flag as part of its type: ``array(float32, 1d, C)`` and ``readonly array(float32,
-1d, C)`` are two signatures, two compilations, and only the first is among the kernels a wheel ships. A caller's
+1d, C)`` are two signatures, two compilations, and a wheel ships only the one its build compiled. A caller's
 array is read-only when it comes from ``np.frombuffer``, a read-only memory map or a broadcast; an array the front
 end made (a conversion, a widened operand, a host-made workspace) is writeable. Left to the caller, the flag at a
 kernel's door would depend on where each input came from, and which kernel a call needs on the caller's dtypes.
@@ -10,8 +10,7 @@ So the flag is set at the door, from what the kernel does with the array: every 
 ``launch`` or not: a codec, a host helper compiled with numba) passes each array the kernel only reads through
 :func:`read_only`. ``launch`` checks it against the access pattern (a writeable buffer that the pattern neither
 writes nor declares an output is an error of the launching code). A kernel that wrote an input would fail to compile
-instead of writing into the caller's memory. numba also passes a writeable array to a kernel compiled for a
-read-only one (a safe conversion), never the other way round.
+instead of writing into the caller's memory.
 """
 
 import numpy as np
