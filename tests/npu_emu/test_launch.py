@@ -16,6 +16,7 @@ from npu_emu.kernels.example.api import add_one
 from npu_emu.kernels.example.kernel import add_one_access, add_one_kernel
 from npu_emu.kernels.example.tiling import AddOneTilingData, add_one_tiling
 from npu_emu.device.launch import launch, ub_view
+from npu_emu.device.read_only import read_only
 
 
 def golden_add_one(x):
@@ -86,7 +87,8 @@ def test_kernel_never_writes_outside_the_callers_buffer():
     td, block_dim, ub = tr.tiling, tr.block_dim, tr.ub_size
     backing = np.full(n + 16, np.float32(-7.0))
     y = backing[:n]
-    report = launch(add_one_kernel, block_dim, td, x, y, ub_size=ub, access=add_one_access(td, block_dim, n))
+    report = launch(add_one_kernel, block_dim, td, read_only(x), y, ub_size=ub,
+                    access=add_one_access(td, block_dim, n))
     assert report.ok and len(report.overruns) == 2
     assert np.all(backing[n:] == np.float32(-7.0))
     assert np.array_equal(y.view(np.uint32), golden_add_one(x).view(np.uint32))
@@ -120,7 +122,7 @@ def test_bad_tiling_raises_before_the_kernel_runs():
     td, block_dim, ub = gap_tiling(n)
     x, y = sample(n), np.full(n, np.float32(-7.0))
     with pytest.raises(AclnnError) as e:
-        launch(add_one_kernel, block_dim, td, x, y, ub_size=ub, access=add_one_access(td, block_dim, n))
+        launch(add_one_kernel, block_dim, td, read_only(x), y, ub_size=ub, access=add_one_access(td, block_dim, n))
     assert e.value.status == 561002
     assert "add_one_kernel tiling validation failed" in e.value.message
     assert "y[272, 336) is written by no core" in e.value.message
@@ -132,7 +134,7 @@ def test_validate_false_runs_the_bad_tiling():
     n = 1001
     td, block_dim, ub = gap_tiling(n)
     x, y = sample(n), np.full(n, np.float32(-7.0))
-    assert launch(add_one_kernel, block_dim, td, x, y, ub_size=ub, access=add_one_access(td, block_dim, n),
+    assert launch(add_one_kernel, block_dim, td, read_only(x), y, ub_size=ub, access=add_one_access(td, block_dim, n),
                   validate=False) is None
     assert np.all(y[272:336] == np.float32(-7.0))
     assert np.array_equal(y[:272].view(np.uint32), golden_add_one(x[:272]).view(np.uint32))
@@ -143,7 +145,8 @@ def test_kernel_error_inside_prange_becomes_an_aclnn_error():
     n = 1001
     tr = add_one_tiling(n, core_num=3, ub_size=1024)
     with pytest.raises(AclnnError) as e:
-        launch(add_one_kernel, tr.block_dim, tr.tiling, sample(n), np.empty(n, np.float32), ub_size=256, validate=False)
+        launch(add_one_kernel, tr.block_dim, tr.tiling, read_only(sample(n)), np.empty(n, np.float32), ub_size=256,
+               validate=False)
     assert e.value.status == 561000
     assert "do not fit this core's UB of 256 bytes" in e.value.message
     assert isinstance(e.value.__cause__, IndexError)
@@ -153,7 +156,7 @@ def test_kernel_error_inside_prange_becomes_an_aclnn_error():
 def _args(n=64):
     tr = add_one_tiling(n, core_num=2, ub_size=1024)
     td, block_dim, ub = tr.tiling, tr.block_dim, tr.ub_size
-    return td, block_dim, ub, add_one_access(td, block_dim, n), sample(n), np.empty(n, np.float32)
+    return td, block_dim, ub, add_one_access(td, block_dim, n), read_only(sample(n)), np.empty(n, np.float32)
 
 
 @pytest.mark.parametrize("mutate,match", [
@@ -169,6 +172,8 @@ def _args(n=64):
     (lambda a: a.update(bufs=(a["bufs"][0], np.empty(128, np.float32)[::2])), "not C-contiguous"),
     (lambda a: a.update(bufs=(a["bufs"][0], np.empty(64, np.float16))), r"\.view\(np\.uint16\)"),
     (lambda a: a.update(bufs=(a["bufs"][0], [0.0] * 64)), "pass a numpy array"),
+    # an input handed over writeable: the same launch without an access pattern would compile another kernel
+    (lambda a: a.update(bufs=(sample(64), a["bufs"][1])), r"x is only read by the kernel but was passed writeable"),
 ])
 def test_launch_argument_errors(mutate, match):
     td, block_dim, ub, access, x, y = _args()

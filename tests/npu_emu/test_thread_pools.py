@@ -9,6 +9,7 @@ import pytest
 
 from npu_emu.device import jit_options as J
 from npu_emu.device import launch as L
+from npu_emu.device.read_only import read_only
 from npu_emu.kernels.example.kernel import add_one_access
 from npu_emu.kernels.example.tiling import add_one_tiling
 
@@ -160,7 +161,7 @@ def test_launch_chooses_the_threads_from_the_work(n, work, threads):
     y = np.empty_like(x)
     tr = add_one_tiling(n)
     seen = []
-    L.launch(_recording_kernel(seen), tr.block_dim, tr.tiling, x, y, ub_size=tr.ub_size,
+    L.launch(_recording_kernel(seen), tr.block_dim, tr.tiling, read_only(x), y, ub_size=tr.ub_size,
              access=add_one_access(tr.tiling, tr.block_dim, n), validate=False, work=work)
     assert seen == [threads or numba.config.NUMBA_NUM_THREADS]
     assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS

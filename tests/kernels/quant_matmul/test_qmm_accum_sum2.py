@@ -5,13 +5,14 @@ boundary, NaN and infinities."""
 import numpy as np
 
 from npu_emu.kernels.quant_matmul import accum
+from npu_emu.device.read_only import read_only
 
 
 def _combine_bits(a, b):
     """_combine with one part: row r of a as batch r of one row, row r of b as that batch's bias."""
     nb, cols = a.shape
     out = np.empty((nb, 1, cols), np.float32)
-    accum._combine(np.ascontiguousarray(a.reshape(1, nb, 1, cols)), np.ascontiguousarray(b), out)
+    accum._combine(read_only(np.ascontiguousarray(a.reshape(1, nb, 1, cols))), read_only(np.ascontiguousarray(b)), out)
     return out.reshape(nb, cols).view(np.uint32)
 
 

@@ -13,6 +13,7 @@ from npu_emu.kernels.data_copy_dequant.api import data_copy_dequant
 from npu_emu.ascendc.nz import nd_to_nz, nz_to_nd
 from npu_emu.ascendc.params import DataCopyParams
 from npu_emu.errors import AclnnError
+from npu_emu.device.read_only import read_only
 from npu_emu.kernels.data_copy_dequant import golden as golden
 
 SENTINEL = 0xEE
@@ -484,8 +485,10 @@ def test_default_kernels_equal_generic_kernels(vector):
                 acc = np.concatenate([_near_ties(rng, _random_acc(rng, 32, n), words),
                                       _edge_rows(rng, n, words)]).reshape(-1)
                 m, shift, off = np.empty(n, np.float32), np.empty(n, np.int32), np.empty(n, np.int32)
-                k.decode_table(np.broadcast_to(np.asarray(words, np.uint64), (n,)).copy(), DEFAULT_SWITCHES,
-                               m, shift, off)
+                k.decode_table(read_only(np.broadcast_to(np.asarray(words, np.uint64), (n,)).copy()),
+                               DEFAULT_SWITCHES, m, shift, off)
+                # the inputs read-only, as the op hands them over (one signature per kernel)
+                acc, m, shift, off = read_only(acc), read_only(m), read_only(shift), read_only(off)
                 for relu in (False, True):
                     a8, b8 = np.empty(acc.size, np.uint8), np.empty(acc.size, np.uint8)
                     k.deq8_matrix_default(acc, a8, m, shift, off, mcb, sign, relu)
