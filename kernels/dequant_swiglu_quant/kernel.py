@@ -506,7 +506,7 @@ def dsq_nogroup_kernel_fused(block_dim, td, ub_size, bias_kind, x_kind, quant_mo
     col_loops = (col + base_col - 1) // base_col
     last_col = col - (col_loops - 1) * base_col
     for block_idx in prange(block_dim):
-        start, num = _ng_core_rows(td, block_idx)
+        start, num = _ng_core_rows(td, np.int64(block_idx))  # one signature: prange gives uint64, range int64
         if num > 0:
             tile = base_col if multi else col
             tmp = np.empty(tile, np.float32)
@@ -559,7 +559,7 @@ def dsq_nogroup_kernel_faithful(block_dim, td, ub_size, bias_kind, x_kind, quant
     col_loops = (col + base_col - 1) // base_col
     last_col = col - (col_loops - 1) * base_col
     for block_idx in prange(block_dim):
-        start, num = _ng_core_rows(td, block_idx)
+        start, num = _ng_core_rows(td, np.int64(block_idx))  # one signature: prange gives uint64, range int64
         if num > 0:
             tile = base_col if base_col < col else col
             ai = np.empty(tile, np.int32)
