@@ -118,6 +118,5 @@ def run(x_bits, y1, s1, y2, s2, tr, p1, p2, r32, *, merge=None, fused=None, vali
                                                    p1, p2, np.float32(r32), np.float32(0.0))
 
     report = launch(dynamic_mx_quant_with_dual_axis, tr.block_dim, td, read_only(x_bits), y1, s1, y2, s2,
-                    ub_size=tr.ub_size,
-                    access=access, validate=validate)
+                    ub_size=tr.ub_size, access=access, validate=validate)
     return list(report.overruns) if report is not None else []
