@@ -94,8 +94,8 @@ def test_read_only_inputs_compile_nothing_new(name):
 
 
 def test_a_launch_without_validation_gets_the_types_a_validated_one_does():
-    # sign_bits passes an access pattern either way; with validation off no pattern is built for the kernel
-    # launch of quant_matmul's epilogue: both must reach the same compiled kernel
+    # quant_matmul's epilogue launch builds no access pattern with validate=False, so launch cannot check its
+    # inputs there: both calls must still reach one compiled kernel
     from npu_emu.ops import npu_quant_matmul
 
     rng = np.random.default_rng(0)
