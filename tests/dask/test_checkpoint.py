@@ -171,13 +171,24 @@ def test_killed_run_resumes(client, tmp_path):
         # every shard's tasks run at once and dask picks their order: either small shard may be final first (CI saw
         # the third, then the large one, then the first); wait for one of them, with the large one half-written
         small_final = ()
-        while not small_final or not (out / (SHARDS[1] + ck.TMP_SUFFIX)).exists():
+        while True:
             assert proc.poll() is None, proc.stderr.read().decode()
             assert time.monotonic() < deadline, "the CLI wrote no shard in 240 s"
             time.sleep(0.005)
+            # look at the files with the run frozen, so that what is seen is what the kill leaves
+            try:
+                os.killpg(proc.pid, signal.SIGSTOP)
+            except ProcessLookupError:          # the whole run has ended: the checks below say so
+                break
             small_final = [s for s in (SHARDS[0], SHARDS[2]) if (out / s).exists()]
+            if small_final and (out / (SHARDS[1] + ck.TMP_SUFFIX)).exists():
+                break
+            os.killpg(proc.pid, signal.SIGCONT)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)            # the CLI, its scheduler and its worker processes
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)        # the CLI, its scheduler and its worker processes
+        except ProcessLookupError:
+            pass
         proc.wait()
     assert not (out / SHARDS[1]).exists() and not (out / ck.INDEX_NAME).exists(), "the run finished before the kill"
     assert (out / (SHARDS[1] + ck.TMP_SUFFIX)).exists()          # left half-written by the killed run
