@@ -19,8 +19,8 @@ Values are range-checked against their C type at construction: a tiling that com
 cannot hold is a tiling bug (the C code would silently wrap), reported as AclnnError 561002.
 
 Inside njit kernels the tiling arrives as ``td = tiling.to_numba()``: a namedtuple with the same field names,
-integers as int64 (so unsigned arithmetic never mixes uint64 and int64 into float64 in numba), float fields as
-float32/float64, arrays as tuples and nested structs as nested namedtuples.
+integers as Python ints that numba types int64 (so unsigned arithmetic never mixes uint64 and int64 into float64
+in numba), float fields as float32/float64, arrays as tuples and nested structs as nested namedtuples.
 
 A host tiling function returns a :class:`TilingResult`: the struct plus what op_host sets besides it
 (SetBlockDim, the tiling key, the workspace size) and the platform numbers it used.
@@ -361,7 +361,9 @@ class TilingData(metaclass=_TilingMeta):
         if value > _INT64_MAX:
             raise _tiling_error(f"{type(self).__name__}.{where} = {value} exceeds int64, the integer type "
                                 f"kernels see; such a tiling cannot be emulated")
-        return np.int64(value)
+        # a Python int: numba types it int64 as it does np.int64 (one signature), and unboxes it faster
+        # (a 94-field tiling: 10 against 16 us per kernel call)
+        return int(value)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,6 +4,7 @@ import dataclasses
 import pickle
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 import pytest
 from numba import njit
@@ -155,7 +156,10 @@ def test_to_numba_namedtuple():
     nt = td.to_numba()
     assert type(nt) is Mixed.NumbaTuple and type(nt).__name__ == "Mixed"
     assert nt._fields == ("a", "b", "c", "d", "e")
-    assert all(type(v) is np.int64 for v in nt) and nt.d == 2**63 - 1
+    assert all(type(v) is int for v in nt) and nt.d == 2**63 - 1
+    # typed int64, the same numba type an np.int64 value has: one kernel signature either way
+    assert numba.typeof(nt) == numba.typeof(type(nt)(*[np.int64(v) for v in nt]))
+    assert numba.typeof(nt)[3] == numba.int64
     # the class is published under its qualified name, so numba's cache index can unpickle it
     assert pickle.loads(pickle.dumps(Mixed.NumbaTuple)) is Mixed.NumbaTuple
     assert Mixed.NumbaTuple is not Outer.NumbaTuple
