@@ -123,6 +123,26 @@ def test_the_memo_is_bounded_least_recently_used_first_out():
     assert len(calls) == n + 1
 
 
+def test_a_hit_makes_an_entry_recent():
+    calls = []
+
+    def square(i):
+        calls.append(i)
+        return i * i
+
+    memo.clear()
+    for i in range(memo.MAX_ENTRIES):
+        memo.call(square, i)
+    memo.call(square, 0)                                # the oldest entry, used again: now the most recent
+    memo.call(square, -1)                               # a new entry evicts the least recently used one: 1
+    n = len(calls)
+    assert memo.call(square, 0) == 0 and len(calls) == n
+    assert memo.call(square, 2) == 4 and len(calls) == n
+    memo.call(square, 1)
+    assert calls[-1] == 1 and len(calls) == n + 1
+    assert memo.stats()[2] == memo.MAX_ENTRIES
+
+
 def test_concurrent_callers_get_their_own_values():
     def triple(i):
         return 3 * i
