@@ -69,8 +69,21 @@ def njit(*args, **options):
     return deco
 
 
+_READY = {}      # (modname, the switches in the caller's order, their types) -> the finished copy
+
+
 def load(modname, **consts):
     """The copy of module ``modname`` whose switches have the values ``consts`` (executed once per process)."""
+    fast = (modname, tuple(consts.items()), tuple(map(type, consts.values())))   # True and 1: two copies
+    mod = _READY.get(fast)
+    if mod is not None:
+        return mod
+    mod = _load(modname, consts)
+    _READY[fast] = mod
+    return mod
+
+
+def _load(modname, consts):
     tag = tag_of(consts)
     name = f"{modname}[{tag}]"
     mod = sys.modules.get(name)
