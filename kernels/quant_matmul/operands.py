@@ -71,6 +71,8 @@ def batch_dense(shape, st, first, span):
 def _transposed_last_two(x):
     """aclnn ``IsTransposeLastTwoDims`` / op-plugin ``is_transpose_last_two_dims``: the last two dims view a
     transposed dense block (batch dims dense above it), and not both of size 1."""
+    if isinstance(x, np.ndarray) and x.flags.c_contiguous:
+        return False         # canonical strides: st[-2] == 1 and st[-1] == shape[-2] only when both dims are 1
     shape, st = geometry(x)
     n = len(shape)
     if n < 2 or n > 6 or not (st[-2] == 1 and st[-1] == shape[-2]):
@@ -93,7 +95,7 @@ def _storage_view(x, mx):
     """A scale / bias / offset as aclnn's contiguous processing sees it: a view transposed in its last two dims (or,
     for an MX scale, in dims -3 / -2) is read as the block it views, without the transpose flag (V5
     ``TensorContiguousProcess`` with a temporary flag). Anything else is made contiguous as it is."""
-    if not (is_torch_tensor(x) or isinstance(x, np.ndarray)):
+    if not (is_torch_tensor(x) or isinstance(x, np.ndarray)) or len(x.shape) < 2:
         return x
     swap = x.transpose if is_torch_tensor(x) else (lambda a, b: np.swapaxes(x, a, b))
     if mx and _mx_transposed(x):

@@ -49,6 +49,8 @@ def broadcast_shapes(a, b):
 def _batch_views(x1l, x2l):
     """Logical (b..., m, k) and (b..., k, n) -> lists of 2-D operand views per output batch element."""
     batch = broadcast_shapes(x1l.shape[:-2], x2l.shape[:-2])
+    if not batch:                                    # 2-D operands: no broadcast_to (two of them cost 10 us)
+        return batch, 1, read_only(x1l[None]), read_only(x2l[None])
     a = np.broadcast_to(x1l, batch + x1l.shape[-2:])
     b = np.broadcast_to(x2l, batch + x2l.shape[-2:])
     nb = int(np.prod(batch)) if batch else 1

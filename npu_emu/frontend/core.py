@@ -64,7 +64,7 @@ _RESOLVED_MAX = 1024
 def resolve_dtype(d, what="dtype"):
     """Canonical dtype name for a numpy/ml_dtypes dtype, a torch dtype, an aclDataType int or a name."""
     t = type(d)
-    if t is str or isinstance(d, np.dtype):
+    if t is str or t is type or isinstance(d, np.dtype):         # type: np.float32, ml_dtypes.bfloat16, ...
         name = _RESOLVED.get((t, d))
         if name is None:
             name = _resolve_dtype(d, what)
