@@ -95,6 +95,23 @@ def test_int_matmul_chunks_and_wraps():
     assert int(got[0, 0]) == ((int(want) + 2 ** 31) % 2 ** 32) - 2 ** 31
 
 
+@pytest.mark.parametrize("dt", [np.int8, np.uint8])
+def test_int_matmul_one_block_takes_no_scan(dt, monkeypatch):
+    # k <= 256 with byte operands: one float32 GEMM, exact at the extremes (256 * 255 * 255 < 2^24), without the
+    # magnitude scans; a zero operand gives zeros through the GEMM
+    lo, hi = np.iinfo(dt).min, np.iinfo(dt).max
+    a = np.full((3, 256), lo, dt)
+    a[1] = hi
+    b = np.full((256, 4), lo, dt)
+    b[:, 1] = hi
+    b[:, 2] = 0
+    monkeypatch.setattr(accum, "int_k_bounds", lambda *args: pytest.fail("scanned"))
+    got = accum.int_matmul(a, b)
+    assert got.dtype == np.int32
+    assert np.array_equal(got, a.astype(np.int64) @ b.astype(np.int64))
+    assert np.array_equal(accum.int_matmul(np.zeros((2, 7), dt), b[:7]), np.zeros((2, 4), np.int32))
+
+
 def _l1_row(last):
     """A (1, 1280) int8 row of 1040 entries 127 (all of blocks 0-3, 16 of block 4) and one entry ``last`` in block
     4: its |row| sum is 1040 * 127 + last = 132080 + last."""
