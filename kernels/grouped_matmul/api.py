@@ -12,6 +12,8 @@ Rows of y after the last group: a fresh y (npu_grouped_matmul) holds zeros there
 aclnn ``out`` keeps what it held (the kernel writes only the groups' rows).
 """
 
+import math
+
 import numpy as np
 
 from npu_emu.ascendc.transcendental import DIV_MODELS, EXP_MODELS
@@ -466,7 +468,7 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
                                     split_item=split_item, group_type=group_type, group_list_type=group_list_type,
                                     kw=kw)
     sdt = storage_dtype(y_name)
-    check_memory(sum(int(np.prod(sh)) for sh in shapes) * sdt.itemsize, "GroupedMatmul output")
+    check_memory(sum(math.prod(sh) for sh in shapes) * sdt.itemsize, "GroupedMatmul output")
     ys = [sub.run(np.zeros((sub.args.x_shape[0], sub.args.w_shape[2]), sdt), float_accum, validate) for sub in subs]
     out = [to_user(y, origin) for y in assemble(ys)]
     if trace:

@@ -188,6 +188,8 @@ def transposed_last_two(a):
         return bool(a.transposed)
     if not (isinstance(a, np.ndarray) or is_torch_tensor(a)) or a.ndim < 2:
         return False
+    if isinstance(a, np.ndarray) and a.flags.c_contiguous and (a.shape[-1] != 1 or a.shape[-2] != 1):
+        return False         # canonical strides: st[-2] == 1 and st[-1] == shape[-2] only when both dims are 1
     shape, st = operands.geometry(a)
     if not (st[-2] == 1 and st[-1] == shape[-2]):
         return False

@@ -241,7 +241,7 @@ def check_group_values(gl, group_list_type, num_groups, m_x):
         g = min(num_groups, gl.shape[0])
         vals = gl[:g]
         if group_list_type == 0:
-            if g and (vals[0] < 0 or np.any(np.diff(vals) < 0)):
+            if g and (vals[0] < 0 or bool((vals[1:] < vals[:-1]).any())):
                 bad = int(np.argmax(np.diff(np.concatenate(([0], vals))) < 0))
                 _err(f"groupListOptional should be non-negative and incremental: group_list[{bad}] = {int(vals[bad])} "
                      f"is below the value before it (emulator-added for a tensor group list, the message of the "

@@ -132,3 +132,22 @@ def test_aclnn_refused_tiling_leaves_out_untouched():
         [X], [W], None, [SCALE], None, None, None, [PT], GL, None, None, None, 3, 0, 0, 0, [out],
         tiling=with_fields(host_td(), arr={"nList": (56,) + (0,) * 127}))
     assert st == 561002 and ex is None and (out.view(np.uint16) == 7).all()
+
+
+@pytest.mark.parametrize("gl, kind, groups, want", [
+    # cumulative sizes (type 0): an empty group, rows past the last value in no group; only the first `groups` count
+    ([7, 7, 41], 0, 3, ([0, 1, 2], [0, 7, 7], [7, 0, 34])),
+    ([5, 9, 12, 20], 0, 2, ([0, 1], [0, 5], [5, 4])),
+    ([6], 0, 1, ([0], [0], [6])),
+    ([], 0, 3, ([], [], [])),
+    # counts (type 1)
+    ([3, 0, 4], 1, 3, ([0, 1, 2], [0, 3, 3], [3, 0, 4])),
+    ([2], 1, 1, ([0], [0], [2])),
+    # sparse [weight, count] rows (type 2), up to the first non-positive count
+    ([[2, 3], [0, 5], [1, 0], [2, 9]], 2, 3, ([2, 0], [0, 3], [3, 5])),
+])
+def test_group_entries(gl, kind, groups, want):
+    w, row, m = launch.entries(np.array(gl, np.int64).reshape(-1, 2) if kind == 2 else np.array(gl, np.int64),
+                               kind, groups, 64)
+    for got, exp in zip((w, row, m), want):
+        assert got.dtype == np.int64 and got.tolist() == exp
