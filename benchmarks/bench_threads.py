@@ -70,6 +70,27 @@ class QuantMatmulSweep:
     track_default_over_one_thread.unit = "x one numba thread"
 
 
+class WarmCall:
+    """The part's single figure: one warm int8 64x128x64 call (per-token and per-channel float32 scales, bf16 out),
+    with the default threads; goal <= 300 us on the 2-core box (docs/device/launch.md, "What a warm call costs")."""
+
+    number = 50
+    repeat = (3, 21, 20.0)
+
+    def setup(self):
+        rng = np.random.default_rng(0)
+        x1 = rng.integers(-128, 128, (64, 128), dtype=np.int8)
+        x2 = rng.integers(-128, 128, (128, 64), dtype=np.int8)
+        scale = rng.uniform(0.0005, 0.005, 64).astype(np.float32)
+        p1 = rng.uniform(0.5, 2.0, 64).astype(np.float32)
+        self.call = lambda: npu_quant_matmul(x1, x2, scale, pertoken_scale=p1, output_dtype="bfloat16")
+        for _ in range(3):                               # compile / load the cache, warm the memo
+            self.call()
+
+    def time_quant_matmul_64x128x64(self):
+        self.call()
+
+
 def _demo_keys():
     from npu_emu.cli import demo
 
