@@ -16,9 +16,11 @@ bit-identical to the default fused loops), ``tiling`` (a TilingResult to run ins
 ``core_num`` / ``ub_size`` (platform overrides).
 """
 
+import math
+
 import numpy as np
 
-from npu_emu.device import platforms
+from npu_emu.device import memo, platforms
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
 from npu_emu.frontend.core import (
     Executor,
@@ -85,7 +87,7 @@ def _new_plan(x, smooth, group, xd, y_desc, *, symmetrical, div_model, faithful)
     p.x_dtype = xd[0]
     p.shape = tuple(x.shape)
     p.L = int(x.shape[-1])
-    p.rows = int(np.prod(x.shape[:-1], dtype=np.int64))
+    p.rows = math.prod(x.shape[:-1])
     p.empty = x.size == 0 or p.rows == 0
     p.x, p.smooth, p.group = x, smooth, group
     p.div_model = div_model
@@ -111,14 +113,15 @@ def _prepare(x, smooth, group, y_desc, scale_desc, offset_desc, *, symmetrical, 
     group_num = checks.check_tiling_inputs(xd, sd, gd, p.int4)
     if group_num >= 1:
         checks.check_group_values(group, p.rows)
-    computed = tiling_mod.tiling(p.rows, p.L, x_dtype=p.x_dtype, has_smooth=smooth is not None,
-                                 has_group=group is not None, group_num=group_num, y_int4=p.int4, asymmetric=p.asym,
-                                 soc=soc, core_num=core_num, ub_size=ub_size, key=force_key)
+    # the tiling and its check are pure in the shapes and options: a repeated call takes them from the memo
+    computed = memo.call(tiling_mod.tiling, p.rows, p.L, x_dtype=p.x_dtype, has_smooth=smooth is not None,
+                         has_group=group is not None, group_num=group_num, y_int4=p.int4, asymmetric=p.asym,
+                         soc=soc, core_num=core_num, ub_size=ub_size, key=force_key)
     p.result = computed if tiling is None else tiling
     if dry:
         return p
     if validate or tiling is not None:
-        tiling_mod.validate(p.result, p.rows, p.L, smooth is not None)
+        memo.call(tiling_mod.validate, p.result, p.rows, p.L, smooth is not None)
         if tiling is not None and (tiling.tiling_key in (7, 8)) != (group_num >= 1):
             raise _bad(f"tiling key {tiling.tiling_key} does not match the call (group_index walk: {group_num >= 1})")
     check_memory(p.rows * (p.L + 8), "the DynamicQuant outputs")
@@ -143,30 +146,30 @@ def _prepare_950(x, smooth, group, xd, sd, gd, y_desc, *, symmetrical, quant_mod
     tiling_arch35.dst_type_max_value(dst_type_max)
     if quant_mode == "perchannel":
         checks.check_tiling_inputs_950_perchannel(xd, sd, p.int4)
-        batch, m_len = int(np.prod(x.shape[:-2], dtype=np.int64)), int(x.shape[-2])
-        computed = tiling_arch35.tiling_perchannel(batch, m_len, p.L, has_smooth=smooth is not None,
-                                                   y_kind=p.y_kind, asymmetric=p.asym, dst_type_max=dst_type_max,
-                                                   soc=soc, core_num=core_num, ub_size=ub_size)
+        batch, m_len = math.prod(x.shape[:-2]), int(x.shape[-2])
+        computed = memo.call(tiling_arch35.tiling_perchannel, batch, m_len, p.L, has_smooth=smooth is not None,
+                             y_kind=p.y_kind, asymmetric=p.asym, dst_type_max=dst_type_max, soc=soc,
+                             core_num=core_num, ub_size=ub_size)
         p.result = computed if tiling is None else tiling
         if dry:
             return p
         if validate or tiling is not None:
-            tiling_arch35.validate_perchannel(p.result, batch, m_len, p.L)
+            memo.call(tiling_arch35.validate_perchannel, p.result, batch, m_len, p.L)
         check_memory(p.rows * (p.L + 8), "the DynamicQuant outputs")
         return p
     group_num = checks.check_tiling_inputs_950(xd, sd, gd, p.int4)
     if group_num >= 1:
         checks.check_group_values(group, p.rows)
-    computed = tiling_arch35.tiling(p.rows, p.L, has_smooth=smooth is not None, group_num=group_num,
-                                    y_kind=p.y_kind, asymmetric=p.asym, quant_mode=quant_mode,
-                                    dst_type_max=dst_type_max, soc=soc, core_num=core_num, ub_size=ub_size)
+    computed = memo.call(tiling_arch35.tiling, p.rows, p.L, has_smooth=smooth is not None, group_num=group_num,
+                         y_kind=p.y_kind, asymmetric=p.asym, quant_mode=quant_mode, dst_type_max=dst_type_max,
+                         soc=soc, core_num=core_num, ub_size=ub_size)
     p.result = computed if tiling is None else tiling
     if dry:
         return p
     if validate or tiling is not None:
         if p.result.tiling_key in tiling_arch35.PER_CHANNEL:
             raise _bad(f"tiling template {p.result.tiling_key} is a perchannel template; quant_mode is {quant_mode}")
-        tiling_arch35.validate(p.result, p.rows, p.L)
+        memo.call(tiling_arch35.validate, p.result, p.rows, p.L)
         if tiling is not None and ((tiling.tiling_key in tiling_arch35.MOE) != (group_num >= 1)
                                    or (tiling.tiling_key in tiling_arch35.PER_TENSOR) != (quant_mode == "pertensor")):
             raise _bad(f"tiling template {tiling.tiling_key} does not match the call (group_index walk: "

@@ -109,6 +109,31 @@ def test_user_tiling_validated():
     assert np.array_equal(y0, y1)
     bad = dataclasses.replace(res, tiling=dataclasses.replace(res.tiling, headCoreNum=5))
     assert _status(api.npu_dynamic_quant, x, tiling=bad)[0] == 161002
+    assert _status(api.npu_dynamic_quant, x, tiling=bad)[0] == 161002      # a rejected tiling is not remembered
+
+
+@pytest.mark.parametrize("soc", ["ascend910b2", "ascend950pr"])
+def test_repeated_call_takes_tiling_and_check_from_the_memo(soc, monkeypatch):
+    # the tiling and its validation are pure in the shapes and options: a second call computes neither
+    from npu_emu.device import memo
+    from npu_emu.kernels.dynamic_quant import tiling as T, tiling_arch35 as T35
+    mod = T35 if soc == "ascend950pr" else T
+    calls = []
+    for name in ("tiling", "validate"):
+        def counted(*a, _real=getattr(mod, name), _name=name, **k):
+            calls.append(_name)
+            return _real(*a, **k)
+        counted.__qualname__ = f"counted_{name}"           # the memo keys a function by its name
+        monkeypatch.setattr(mod, name, counted)
+    memo.clear()
+    x = _x(6, 256)
+    y0, s0 = api.npu_dynamic_quant(x, soc=soc)
+    assert calls == ["tiling", "validate"]
+    y1, s1 = api.npu_dynamic_quant(x, soc=soc)
+    assert calls == ["tiling", "validate"]
+    assert np.array_equal(y0, y1) and np.array_equal(s0.view(np.uint32), s1.view(np.uint32))
+    api.npu_dynamic_quant(_x(7, 256), soc=soc)                             # another shape: computed again
+    assert calls == ["tiling", "validate"] * 2
 
 
 def test_cli(tmp_path):
