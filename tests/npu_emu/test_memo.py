@@ -105,7 +105,8 @@ def test_unkeyable_arguments_run_uncached_and_errors_are_not_stored():
     assert memo.call(fn, 7) == first and len(calls) == 5
 
 
-def test_the_memo_is_bounded_least_recently_used_first_out():
+def _filled(count):
+    """A function that records its calls, and the memo cleared and filled with its results for 0 .. count - 1."""
     calls = []
 
     def square(i):
@@ -113,8 +114,13 @@ def test_the_memo_is_bounded_least_recently_used_first_out():
         return i * i
 
     memo.clear()
-    for i in range(memo.MAX_ENTRIES + 10):
+    for i in range(count):
         memo.call(square, i)
+    return square, calls
+
+
+def test_the_memo_is_bounded_least_recently_used_first_out():
+    square, calls = _filled(memo.MAX_ENTRIES + 10)
     assert memo.stats()[2] == memo.MAX_ENTRIES
     n = len(calls)
     memo.call(square, memo.MAX_ENTRIES + 9)                              # recent: kept
@@ -124,15 +130,7 @@ def test_the_memo_is_bounded_least_recently_used_first_out():
 
 
 def test_a_hit_makes_an_entry_recent():
-    calls = []
-
-    def square(i):
-        calls.append(i)
-        return i * i
-
-    memo.clear()
-    for i in range(memo.MAX_ENTRIES):
-        memo.call(square, i)
+    square, calls = _filled(memo.MAX_ENTRIES)
     memo.call(square, 0)                                # the oldest entry, used again: now the most recent
     memo.call(square, -1)                               # a new entry evicts the least recently used one: 1
     n = len(calls)
