@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 
 def pytest_configure(config):
     # Each xdist worker has its own numba OpenMP pool as wide as the machine. With libgomp's default wait policy a
@@ -45,3 +47,16 @@ def pytest_xdist_make_scheduler(config, log):
             return xdist_unit(super()._split_scope(nodeid))
 
     return OpFolderScheduling(config, log)
+
+
+@pytest.fixture
+def cache_every_output(monkeypatch):
+    """npu_emu.frontend.output_cache with no size floor, empty before and after: a test's small outputs come from
+    the memory of the outputs it freed (the ops must write every byte of a reused output)."""
+    from npu_emu.frontend import output_cache
+
+    monkeypatch.setattr(output_cache, "MIN_BYTES", 1)
+    monkeypatch.delenv("NPU_EMU_OUTPUT_CACHE", raising=False)
+    output_cache.release()
+    yield output_cache
+    output_cache.release()

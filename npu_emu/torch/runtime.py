@@ -156,7 +156,10 @@ def set_device(device):
 
 
 def empty_cache():
-    """No device cache to empty."""
+    """Free the memory of freed outputs that npu-emu keeps for reuse (npu_emu.frontend.output_cache)."""
+    from npu_emu.frontend import output_cache
+
+    output_cache.release()
 
 
 def mem_get_info(device=None):

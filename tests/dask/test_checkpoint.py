@@ -133,6 +133,26 @@ def test_workers_get_numba_threads(client):
     assert len(env) == 2 and all(v == (str(want), want, want) for v in env.values()), env
 
 
+def test_worker_tasks_keep_no_freed_outputs(client):
+    """Dask manages a worker's memory by its resident size: a task's large outputs are plain arrays there, not
+    blocks npu_emu.frontend.output_cache would keep after they are freed (in this process they are)."""
+    from npu_emu.frontend import output_cache
+
+    def large_output_kept():
+        from npu_emu.frontend import output_cache as oc
+
+        a = oc.empty(oc.MIN_BYTES, np.uint8)
+        plain = a.flags.owndata
+        del a
+        return plain, oc.cached_bytes()
+
+    assert client.submit(large_output_kept, pure=False).result() == (True, 0)
+    a = output_cache.empty(output_cache.MIN_BYTES, np.uint8)
+    assert not a.flags.owndata
+    del a
+    assert output_cache.release() == output_cache.MIN_BYTES
+
+
 def test_starting_a_cluster_leaves_this_process_alone(client):
     """The workers' NUMBA_NUM_THREADS must not leak into the process that started the cluster: numba re-reads it
     there at each compile and raises once its own threads have started with another count."""
