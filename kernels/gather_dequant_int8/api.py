@@ -9,6 +9,7 @@ uniformity with the other ops (docs/conventions.md §4.1). Call flow (docs/contr
 import numpy as np
 
 from npu_emu.device import memo
+from npu_emu.frontend import output_cache
 from npu_emu.frontend.core import (
     Executor,
     Origin,
@@ -50,7 +51,7 @@ def _compute(t, i, s, z, out_shape, tr, fp16_subnormal, faithful, validate):
     """Allocate y (fp16) and run the kernel; empty shapes return without a launch
     (docs/ops/gather_dequant_int8.md §4.1)."""
     check_memory(2 * int(np.prod(out_shape, dtype=np.int64)), f"{OP} output {out_shape}")
-    y = np.empty(out_shape, np.float16)
+    y = output_cache.empty(out_shape, np.float16)
     if y.size:
         kernel.run(t, i.reshape(-1), s.reshape(-1).view(np.uint16), z.reshape(-1).view(np.uint16),
                    y.reshape(-1, out_shape[-1]).view(np.uint16), tr,

@@ -14,6 +14,7 @@ import numpy as np
 
 from npu_emu.device import memo
 from npu_emu.errors import ACLNN_ERR_INNER_TILING_ERROR, ACLNN_ERR_PARAM_INVALID, AclnnError
+from npu_emu.frontend import output_cache
 from npu_emu.frontend.core import (
     Executor,
     Origin,
@@ -53,7 +54,7 @@ def _bad(msg):
 def _empty(nbytes):
     """An output buffer before the kernel runs: uninitialised, like the device's GM. The kernels must write every
     byte the op returns (pads included); the tests swap in a poisoned allocator to prove it."""
-    return np.empty(nbytes, np.uint8)
+    return output_cache.empty(nbytes, np.uint8)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import numpy as np
 
 from npu_emu.device import memo
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from npu_emu.frontend import output_cache
 from npu_emu.frontend.core import (
     Executor,
     Origin,
@@ -78,7 +79,7 @@ def _unpack(x, size, out_name, soc, core_num, ub_size, tiling, block_dim, valida
         return np.empty((size, 0), out_dtype), None, []
     family = checks.soc_family(soc)
     check_memory(8 * n * np.dtype(out_dtype).itemsize, "SignBitsUnpack output")
-    y = np.empty(8 * n, out_dtype)
+    y = output_cache.empty(8 * n, out_dtype)
     tr = memo.call(_tiling_result, "unpack", n, out_name, soc, core_num, ub_size, tiling, block_dim, size)
     overruns = launch.run_unpack(x, y, tr, family, validate=validate, faithful=faithful)
     return y.reshape(size, -1), tr, overruns
@@ -91,7 +92,7 @@ def _pack(x, size, in_name, soc, core_num, ub_size, nan_bit, denormal_compare, t
     if n == 0:
         return np.empty((size, 0), np.uint8), None, []
     family = checks.soc_family(soc)
-    y = np.empty(packed, np.uint8)
+    y = output_cache.empty(packed, np.uint8)
     tr = memo.call(_tiling_result, "pack", n, in_name, soc, core_num, ub_size, tiling, block_dim)
     bits = x.view(np.uint16 if in_name == "float16" else np.uint32)
     overruns = launch.run_pack(bits, y, tr, family, nan_bit=nan_bit, ftz=(denormal_compare == "ftz"),

@@ -10,6 +10,7 @@ import numpy as np
 
 from npu_emu.device import memo
 from npu_emu.ascendc.transcendental import DIV_MODELS, EXP_MODELS
+from npu_emu.frontend import output_cache
 from npu_emu.frontend.core import (
     Executor,
     Origin,
@@ -50,7 +51,7 @@ def _tiling_result(shape, d, dn, soc, core_num, ub_size, tiling, block_dim):
 
 def _run(xa, dn, d, out_shape, em, dm, soc, core_num, ub_size, tiling, block_dim, validate, faithful):
     """-> (y numpy array of x's dtype and out_shape, TilingResult or None)."""
-    y = np.empty(out_shape, xa.dtype)
+    y = output_cache.empty(out_shape, xa.dtype)
     if xa.size == 0:
         return y, None
     check_memory(y.nbytes, "SwiGlu output")

@@ -41,6 +41,17 @@ def test_bit_exact_against_golden(dt, shape, dim, kw, faithful):
     _same(npu_swiglu(x, dim, faithful=faithful, **kw), G.swiglu(x, dim), dt)
 
 
+def test_a_reused_output_is_written_whole(cache_every_output):
+    """A second call gets the first call's freed output (tests/conftest.py): every element is written again."""
+    y = npu_swiglu(_x((4, 6, 64), "bfloat16", seed=1))
+    where = y.ctypes.data
+    del y
+    x = _x((4, 6, 64), "bfloat16", seed=2)
+    y = npu_swiglu(x)
+    assert y.ctypes.data == where
+    _same(y, G.swiglu(x, -1), "bfloat16")
+
+
 @pytest.mark.parametrize("exp_model", ["correctly_rounded", "exp2"])
 @pytest.mark.parametrize("div_model", ["ieee", "reciprocal"])
 @pytest.mark.parametrize("dt", ["bfloat16", "float32", "float16"])
