@@ -6,6 +6,7 @@ not (they are resolved at run time, from the top).
 """
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -54,6 +55,7 @@ def module_name(relpath):
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache          # read once a run: imports() consults it for every file
 def sources():
     out = {}
     for folder in ("npu_emu", "kernels", "dtypes"):
