@@ -22,6 +22,7 @@ import numpy as np
 
 from npu_emu.device import memo, platforms
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from npu_emu.frontend import output_cache
 from npu_emu.frontend.core import (
     Executor,
     Origin,
@@ -189,7 +190,8 @@ def _execute(p):
         xb = _bits(p.x).reshape(p.rows, p.L)
         sb = None if p.smooth is None else _bits(p.smooth)
         return launch.run_arch35(xb, p.x_dtype, sb, p.group, p.result, y_dt=_Y_DT_950[p.y_kind],
-                                 asymmetric=p.asym, div_model=p.div_model, faithful=p.faithful)
+                                 asymmetric=p.asym, div_model=p.div_model, faithful=p.faithful,
+                                 y=output_cache.empty((p.rows, p.L // 2 if p.int4 else p.L), np.uint8))
     if p.empty:
         ycols = p.L // 2 if p.int4 else p.L
         return np.zeros((p.rows, ycols), np.uint8), np.zeros(p.rows, np.float32), \
@@ -197,7 +199,8 @@ def _execute(p):
     xb = _bits(p.x).reshape(p.rows, p.L)
     sb = None if p.smooth is None else _bits(p.smooth)
     return launch.run(xb, p.x_dtype, sb, p.group, p.result, int4=p.int4, asymmetric=p.asym,
-                      div_model=p.div_model, faithful=p.faithful)
+                      div_model=p.div_model, faithful=p.faithful,
+                      y=output_cache.empty((p.rows, p.L // 2 if p.int4 else p.L), np.uint8))
 
 
 def _ml_int4():

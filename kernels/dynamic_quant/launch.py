@@ -61,12 +61,12 @@ def run(x_bits, x_dtype, smooth_bits, group, result, *, int4=False, asymmetric=F
 
 
 def run_arch35(x_bits, x_dtype, smooth_bits, group, result, *, y_dt, asymmetric=False, div_model="ieee",
-               faithful=False):
+               faithful=False, y=None):
     """Ascend 950 (arch35): run template ``result.tiling_key`` on x bits [rows, rowLen] (uint16).
 
     ``y_dt``: DT_INT8 / DT_INT4 / DT_HIFLOAT8 / DT_FLOAT8_E5M2 / DT_FLOAT8_E4M3FN. Returns (y bytes [rows, rowLen]
     or [rows, rowLen // 2] for int4, scale, offset or None); scale / offset have one element per row, or one for
-    the pertensor templates. The pertensor templates and template 12 run in two launches of the kernel (phase 1:
+    the pertensor templates; ``y`` may be given preallocated (uint8, right size). The pertensor templates and template 12 run in two launches of the kernel (phase 1:
     every core's partial max / min into the workspace; phase 2: the fold and y), which is the kernel's SyncAll."""
     from npu_emu.kernels.dynamic_quant import kernel_arch35 as k35, tiling_arch35 as t35
 
@@ -75,7 +75,8 @@ def run_arch35(x_bits, x_dtype, smooth_bits, group, result, *, y_dt, asymmetric=
     rows = x_bits.shape[0]
     L = td.rowLen
     ycols = L // 2 if y_dt == DT_INT4 else L
-    y = np.empty((rows, ycols), np.uint8)
+    if y is None:
+        y = np.empty((rows, ycols), np.uint8)
     per_channel = tpl in t35.PER_CHANNEL
     ns = 1 if tpl in t35.PER_TENSOR else (td.totalBatchLen * L if per_channel else rows)
     scale = np.empty(ns, np.float32)
