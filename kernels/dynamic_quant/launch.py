@@ -66,8 +66,9 @@ def run_arch35(x_bits, x_dtype, smooth_bits, group, result, *, y_dt, asymmetric=
 
     ``y_dt``: DT_INT8 / DT_INT4 / DT_HIFLOAT8 / DT_FLOAT8_E5M2 / DT_FLOAT8_E4M3FN. Returns (y bytes [rows, rowLen]
     or [rows, rowLen // 2] for int4, scale, offset or None); scale / offset have one element per row, or one for
-    the pertensor templates; ``y`` may be given preallocated (uint8, right size). The pertensor templates and template 12 run in two launches of the kernel (phase 1:
-    every core's partial max / min into the workspace; phase 2: the fold and y), which is the kernel's SyncAll."""
+    the pertensor templates; ``y`` may be given preallocated (uint8, right size). The pertensor templates and
+    template 12 run in two launches of the kernel (phase 1: every core's partial max / min into the workspace;
+    phase 2: the fold and y), which is the kernel's SyncAll."""
     from npu_emu.kernels.dynamic_quant import kernel_arch35 as k35, tiling_arch35 as t35
 
     td = result.tiling

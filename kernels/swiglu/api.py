@@ -51,10 +51,10 @@ def _tiling_result(shape, d, dn, soc, core_num, ub_size, tiling, block_dim):
 
 def _run(xa, dn, d, out_shape, em, dm, soc, core_num, ub_size, tiling, block_dim, validate, faithful):
     """-> (y numpy array of x's dtype and out_shape, TilingResult or None)."""
-    y = output_cache.empty(out_shape, xa.dtype)
     if xa.size == 0:
-        return y, None
-    check_memory(y.nbytes, "SwiGlu output")
+        return np.empty(out_shape, xa.dtype), None
+    check_memory(xa.nbytes // 2, "SwiGlu output")          # before allocating: y is half of x
+    y = output_cache.empty(out_shape, xa.dtype)
     tr = memo.call(_tiling_result, tuple(xa.shape), d, dn, soc, core_num, ub_size, tiling, block_dim)
     bits = np.float32 if dn == "float32" else np.uint16
     run_swiglu(xa.reshape(-1).view(bits), y.reshape(-1).view(bits), tr, dn, exp_model=em, div_model=dm,
