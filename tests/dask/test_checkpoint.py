@@ -147,6 +147,7 @@ def test_worker_tasks_keep_no_freed_outputs(client):
         return plain, oc.cached_bytes()
 
     assert client.submit(large_output_kept, pure=False).result() == (True, 0)
+    output_cache.release()                 # whatever this process's earlier tests left
     a = output_cache.empty(output_cache.MIN_BYTES, np.uint8)
     assert not a.flags.owndata
     del a
