@@ -18,9 +18,9 @@ when the last array or torch tensor using its memory is gone, never before (a le
 view of the output). The bits an op writes do not depend on where its output lives.
 
 What the cache may hold: ``NPU_EMU_OUTPUT_CACHE`` bytes ("0" turns it off, a size such as "512M"; default
-:data:`DEFAULT_LIMIT`), and never more than the machine still has available beside it. :func:`release` (also
-``torch_npu.npu.empty_cache()`` of the emulated module) frees it all, and the memory guard frees it before it
-refuses a call for lack of memory. In a task of a Dask worker there is no cache: Dask manages a worker's memory by
+:data:`DEFAULT_LIMIT`), and never more than half of what the machine still has available beside it, so that other
+allocations keep most of it. :func:`release` (also ``torch_npu.npu.empty_cache()`` of the emulated module) frees
+it all, and the memory guard frees it before it refuses a call for lack of memory. In a task of a Dask worker there is no cache: Dask manages a worker's memory by
 its resident size (it spills, pauses and restarts workers), and memory kept for reuse would count against it.
 """
 
@@ -95,7 +95,7 @@ def _file_returned():
         _state["cached"] += block.nbytes
     avail = core.available_memory()
     if avail is not None:
-        cap = min(cap, avail)
+        cap = min(cap, avail // 2)
     while _free and _state["cached"] > cap:
         _state["cached"] -= _free.pop(0).nbytes
 

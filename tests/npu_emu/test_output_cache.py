@@ -82,6 +82,13 @@ def test_the_limit(monkeypatch):
     assert oc.empty(BIG, np.uint8).ctypes.data == kept
 
 
+def test_at_most_half_of_the_available_memory_is_kept(monkeypatch):
+    monkeypatch.setattr(core, "available_memory", lambda: 3 * BIG)
+    a, b = oc.empty(BIG, np.uint8), oc.empty(BIG, np.uint8)
+    del a, b
+    assert oc.cached_bytes() == BIG
+
+
 def test_a_bad_limit_is_refused(monkeypatch):
     monkeypatch.setenv("NPU_EMU_OUTPUT_CACHE", "lots")
     with pytest.raises(AclnnError, match="NPU_EMU_OUTPUT_CACHE"):
