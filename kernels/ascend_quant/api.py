@@ -20,12 +20,14 @@ from npu_emu.kernels.ascend_quant import (
 
 from npu_emu.ascendc.transcendental import DIV_MODELS
 from npu_emu.errors import ACLNN_ERR_PARAM_INVALID, AclnnError
+from npu_emu.frontend import output_cache
 from npu_emu.frontend.core import (
     Executor,
     Origin,
     Trace,
     as_array,
     as_int,
+    check_memory,
     dtype_name_of,
     get_workspace,
     resolve_dtype,
@@ -87,36 +89,40 @@ def _trace(tr):
 
 
 def ascend_quant(x, scale, offset=None, *, sqrt_mode=False, round_mode="round", dst_type="int8", axis=-1,
-                 soc=DEFAULT_SOC, core_num=None, ub_size=None, trace=False):
+                 soc=DEFAULT_SOC, core_num=None, ub_size=None, faithful=False, trace=False):
     """aclnnAscendQuantV3 as a function: y = int8(round((x * scale [* scale]) + offset)) with the device's casts
-    (float32 -> int32 -> half -> int8, docs/ops/ascend_quant.md §2)."""
+    (float32 -> int32 -> half -> int8, docs/ops/ascend_quant.md §2). ``faithful=True`` runs the UB-staged
+    transliteration of the kernel instead of the fused one (the same bits, slower; §4)."""
     origin = Origin()
     y_dtype = _out_dtype(dst_type)
     xa, sa, oa, x_dtype, layout = _prepare(x, scale, offset, y_dtype, as_int(axis, "axis"), round_mode, origin)
+    check_memory(xa.size, "the AscendQuantV2 output")
     y, tr = launch.run(xa, sa, oa, x_dtype, layout, sqrt_mode=bool(sqrt_mode), round_mode=round_mode, soc=soc,
-                       core_num=core_num, ub_size=ub_size)
+                       core_num=core_num, ub_size=ub_size, faithful=bool(faithful),
+                       y=output_cache.empty(xa.shape, np.int8))
     out = to_user(y, origin)
     return (out, _trace(tr)) if trace else out
 
 
 def npu_quantize(input, scales, zero_points=None, dtype=None, axis=1, div_mode=True, *, soc=DEFAULT_SOC,
-                 trace=False):
+                 faithful=False, trace=False):
     """torch_npu.npu_quantize(input, scales, zero_points, dtype, axis=1, div_mode=True) on the CPU.
 
     ``div_mode=False`` (what vLLM-Ascend's W8A8 static path passes) is aclnnAscendQuantV3:
     y = int8(rint(input * scales + zero_points)). ``dtype``: torch.qint8 / torch.int8 (int8 out).
     ``div_mode=True`` is aclnnQuantize, emulated on soc="ascend950pr" only (pass it):
-    y = rint(input / scales + zero_points) as torch.qint8 / quint8 / qint32 (int8 / uint8 / int32)."""
+    y = rint(input / scales + zero_points) as torch.qint8 / quint8 / qint32 (int8 / uint8 / int32).
+    ``faithful=True`` (div_mode=False): the UB-staged transliteration, same bits."""
     if div_mode:
         return quantize(input, scales, zero_points, dtype=_quantize_dtype(dtype), axis=axis, soc=soc, trace=trace)
     axis = as_int(axis, "axis")
     axis = axis if axis < -1 else -1
     return ascend_quant(input, scales, zero_points, sqrt_mode=False, round_mode="round", dst_type=_out_dtype(dtype),
-                        axis=axis, soc=soc, trace=trace)
+                        axis=axis, soc=soc, faithful=faithful, trace=trace)
 
 
 def aclnnAscendQuantV3GetWorkspaceSize(x, scale, offset, sqrtMode, roundMode, dstType, axis, y, *,
-                                       soc=DEFAULT_SOC):
+                                       soc=DEFAULT_SOC, faithful=False):
     """-> (status, workspace_size, executor); ``dstType`` an aclDataType (2 = int8), ``y`` the output array."""
     def build():
         y_name = resolve_dtype(dstType, "dstType")
@@ -133,7 +139,7 @@ def aclnnAscendQuantV3GetWorkspaceSize(x, scale, offset, sqrtMode, roundMode, ds
 
         def run():
             res, _ = launch.run(xa, sa, oa, x_dtype, layout, sqrt_mode=bool(sqrtMode), round_mode=roundMode,
-                                soc=soc)
+                                soc=soc, faithful=bool(faithful))
             write_out(y, res, "y")
         return Executor("aclnnAscendQuantV3", run)
     return get_workspace("aclnnAscendQuantV3", build)

@@ -17,6 +17,7 @@ def _parser():
     r.add_argument("--offset", default=None)
     r.add_argument("--round-mode", default="round", choices=("round", "floor", "ceil", "trunc"))
     r.add_argument("--sqrt-mode", action="store_true")
+    r.add_argument("--faithful", action="store_true", help="stage every tile through the UB (same bits, slower)")
     r.add_argument("--soc", default="ascend910b2")
     r.add_argument("--output", required=True)
     t = sub.add_parser("tiling", help="print the host tiling data")
@@ -38,7 +39,7 @@ def main(argv=None):
 
             off = None if a.offset is None else np.load(a.offset)
             y = api.ascend_quant(np.load(a.x), np.load(a.scale), off, round_mode=a.round_mode,
-                                 sqrt_mode=a.sqrt_mode, soc=a.soc)
+                                 sqrt_mode=a.sqrt_mode, soc=a.soc, faithful=a.faithful)
             np.save(a.output, y)
             print(f"wrote {a.output}: shape {y.shape} int8")
         else:

@@ -1,6 +1,7 @@
 """The compile configurations of AscendQuantV2 and Quantize (``npu-emu compile``, declared in op.py).
 
-AscendQuantV2 (npu_quantize div_mode=False) has one kernel per layout and x dtype. Quantize (div_mode=True, Ascend
+AscendQuantV2 (npu_quantize div_mode=False) has one fused kernel per layout and x dtype, and as many faithful ones
+(``faithful=True``, the UB-staged transliteration). Quantize (div_mode=True, Ascend
 950) compiles one kernel per (x, y, scale, zero-point) dtype quadruple: the x x y pairs with a float32 scale and no
 zero point are listed, plus the bfloat16 scale and zero point that vLLM-Ascend's W8A8 path passes and an int8 zero
 point; other quadruples compile on their first call.
@@ -20,7 +21,7 @@ def _x(dtype, shape):
     return _bf16(x) if dtype == "bfloat16" else x.astype(dtype)
 
 
-def _v2(layout, dtype):
+def _v2(layout, dtype, faithful=False):
     def build():
         from npu_emu.ops import npu_quantize
 
@@ -28,7 +29,7 @@ def _v2(layout, dtype):
         n = 1 if layout == "tensor" else 64
         scale = _x(dtype, (n,))
         offset = _x(dtype, (n,))
-        return lambda: npu_quantize(x, scale, offset, 1, -1, False)
+        return lambda: npu_quantize(x, scale, offset, 1, -1, False, faithful=faithful)
 
     return build
 
@@ -37,6 +38,8 @@ for _layout in ("channel", "tensor"):
     for _dt, _tag in (("bfloat16", "bf16"), ("float16", "f16"), ("float32", "f32")):
         config(f"ascend_quant.v2_{_layout}_{_tag}",
                f"npu_quantize(div_mode=False) per {_layout}, {_dt} x (AscendQuantV2)")(_v2(_layout, _dt))
+        config(f"ascend_quant.v2_{_layout}_{_tag}_faithful",
+               f"npu_quantize(div_mode=False, faithful=True) per {_layout}, {_dt} x")(_v2(_layout, _dt, True))
 
 
 def _quantize(x_dtype, y_dtype, s_dtype="float32", z_dtype=None):

@@ -11,6 +11,9 @@ Per element, in the order of Compute and CastOut:
     t = fp32(x * scale) [; t = fp32(t * scale) when sqrtMode] [; t = fp32(t + offset)]
     Cast float32 -> int32 (roundMode: CAST_RINT / FLOOR / CEIL / TRUNC), Cast int32 -> half (CAST_NONE),
     Cast half -> int8 (the same roundMode; CAST_RINT for "round" on every SoC but __DAV_M200__)
+
+These are the faithful kernels (``faithful=True``). The fused kernels at the end of the module, the default, compute
+the same bits GM to GM without the tile walk.
 """
 
 import numpy as np
@@ -34,6 +37,7 @@ from npu_emu.ascendc.vector import Add, Adds, Mul, Muls
 from npu_emu.device.jit_options import PARALLEL
 from npu_emu.device.launch import ub_view
 from npu_emu.device.specialize import literal_args
+from npu_emu.dtypes.scalar import bf16_to_f32, f16_to_f32, round_to_integral
 
 _KJ = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 _INL = dict(inline="always", cache=True, error_model="numpy")
@@ -45,6 +49,7 @@ _CORE = dict(cache=True, error_model="numpy")
 _HELPER = dict(inline="never", cache=True, error_model="numpy")
 
 BLOCK = 32
+FUSED_ROW = 4096                # fused kernels: the longest row piece of the two passes (16 KiB of float32)
 DOUBLE_CUT = 11
 
 
@@ -305,6 +310,140 @@ def per_tensor_f32(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     for block_idx in prange(block_dim):
         _tensor_core(np.int64(block_idx), td, ub_size, x_gm, s_gm, o_gm, y_gm, DT_FLOAT)
 
+
+# ---------------------------------------------------------------------------------------------------------------
+# fused kernels (faithful=False, the default): the same per-element steps, GM to GM
+# ---------------------------------------------------------------------------------------------------------------
+# Every y element depends on its own x element and on its column's scale / offset only, and the blocks of the host
+# tiling cover every element once, so instead of walking the tiles each core takes a contiguous 1 / block_dim share
+# of the elements in row-major order (tests/kernels/ascend_quant/test_fused.py proves the bits equal on every tiling
+# branch). Per element the steps are Compute's, in its order, each one float32 rounding; two identities keep the
+# loop free of switches: without sqrtMode the second Mul is by 1.0, without an offset the Add is of -0.0
+# (t * 1 and t + -0.0 are t for every float32 t, -0.0 and NaN included). CastOut's three casts are one
+# clamp-and-round: float32 -> int32 saturates, int32 -> half (CAST_NONE: RINT) is monotone and exact up to 2048 in
+# magnitude, and an integral half -> int8 saturates, so the code is round(clamp(t, -128, 127)) in the mode, and
+# NaN -> 0 (Cast: "输入为nan时，返回0"); clamping to integral bounds commutes with rounding to an integer.
+# Two passes per row piece: _fused_t (x's dtype a constant of the copy) and _codes (one copy for all six kernels,
+# one loop per mode so that each loop vectorises).
+
+@literal_args(**_CORE)
+def _fused_t(xr, t, s, s2, o, XT):
+    """t = clamp(((x * s) * s2) + o, -128, 127), NaN kept."""
+    lo = np.float32(-128.0)
+    hi = np.float32(127.0)
+    for c in range(t.size):
+        if XT == DT_FLOAT16:
+            xf = f16_to_f32(xr[c])
+        elif XT == DT_BF16:
+            xf = bf16_to_f32(xr[c])
+        else:
+            xf = np.float32(xr[c])
+        v = np.float32(np.float32(np.float32(xf * s[c]) * s2[c]) + o[c])
+        t[c] = min(max(v, lo), hi) if v == v else v
+
+
+@njit(**_HELPER)
+def _codes(t, yr, rm):
+    """yr = round(t) in the mode rm, NaN -> 0 (t already clamped to the int8 range)."""
+    z = np.int8(0)
+    if rm == CAST_FLOOR:
+        for c in range(yr.size):
+            yr[c] = np.int8(round_to_integral(np.float64(t[c]), CAST_FLOOR)) if t[c] == t[c] else z
+    elif rm == CAST_CEIL:
+        for c in range(yr.size):
+            yr[c] = np.int8(round_to_integral(np.float64(t[c]), CAST_CEIL)) if t[c] == t[c] else z
+    elif rm == CAST_TRUNC:
+        for c in range(yr.size):
+            yr[c] = np.int8(round_to_integral(np.float64(t[c]), CAST_TRUNC)) if t[c] == t[c] else z
+    else:
+        for c in range(yr.size):
+            yr[c] = np.int8(round_to_integral(np.float64(t[c]), CAST_RINT)) if t[c] == t[c] else z
+
+
+@literal_args(**_CORE)
+def _fused_core(block_idx, block_dim, td, x_gm, s_gm, o_gm, y_gm, XT, PER_TENSOR):
+    """One core's share of the elements. Per tensor the one scale and offset fill rows of FUSED_ROW elements, so
+    both layouts run the same row loop; per channel a row is cut in pieces of at most FUSED_ROW."""
+    total = td.dim0 * td.dim1
+    e0 = total * block_idx // block_dim
+    e1 = total * (block_idx + 1) // block_dim
+    if e1 <= e0:
+        return
+    rm = _cast_mode(td.roundMode)
+    d1 = min(FUSED_ROW, e1 - e0) if PER_TENSOR else td.dim1
+    s = np.empty(d1, np.float32)
+    s2 = np.empty(d1, np.float32)
+    o = np.empty(d1, np.float32)
+    for c in range(d1):
+        j = 0 if PER_TENSOR else c
+        if XT == DT_FLOAT16:
+            s[c] = f16_to_f32(s_gm[j])
+            o[c] = f16_to_f32(o_gm[j])
+        elif XT == DT_BF16:
+            s[c] = bf16_to_f32(s_gm[j])
+            o[c] = bf16_to_f32(o_gm[j])
+        else:
+            s[c] = s_gm[j]
+            o[c] = o_gm[j]
+        s2[c] = s[c] if td.sqrtMode != 0 else np.float32(1.0)
+        o[c] = o[c] if td.hasOffset != 0 else np.float32(-0.0)
+    t = np.empty(min(d1, FUSED_ROW), np.float32)
+    e = e0
+    while e < e1:
+        c0 = 0 if PER_TENSOR else e % d1
+        k = min(d1 - c0, e1 - e, FUSED_ROW)
+        _fused_t(x_gm[e:e + k], t[:k], s[c0:c0 + k], s2[c0:c0 + k], o[c0:c0 + k], XT)
+        _codes(t[:k], y_gm[e:e + k], rm)
+        e += k
+
+
+@njit(**_KJ)
+def fused_channel_f16(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
+    """Per channel, half x, fused."""
+    for block_idx in prange(block_dim):
+        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s_gm, o_gm, y_gm, DT_FLOAT16, False)
+
+
+@njit(**_KJ)
+def fused_channel_bf16(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
+    """Per channel, bfloat16 x, fused."""
+    for block_idx in prange(block_dim):
+        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s_gm, o_gm, y_gm, DT_BF16, False)
+
+
+@njit(**_KJ)
+def fused_channel_f32(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
+    """Per channel, float32 x, fused."""
+    for block_idx in prange(block_dim):
+        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s_gm, o_gm, y_gm, DT_FLOAT, False)
+
+
+@njit(**_KJ)
+def fused_tensor_f16(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
+    """Per tensor, half x, fused."""
+    for block_idx in prange(block_dim):
+        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s_gm, o_gm, y_gm, DT_FLOAT16, True)
+
+
+@njit(**_KJ)
+def fused_tensor_bf16(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
+    """Per tensor, bfloat16 x, fused."""
+    for block_idx in prange(block_dim):
+        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s_gm, o_gm, y_gm, DT_BF16, True)
+
+
+@njit(**_KJ)
+def fused_tensor_f32(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
+    """Per tensor, float32 x, fused."""
+    for block_idx in prange(block_dim):
+        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s_gm, o_gm, y_gm, DT_FLOAT, True)
+
+
+FUSED = {
+    ("channel", "float16"): fused_channel_f16, ("channel", "bfloat16"): fused_channel_bf16,
+    ("channel", "float32"): fused_channel_f32, ("tensor", "float16"): fused_tensor_f16,
+    ("tensor", "bfloat16"): fused_tensor_bf16, ("tensor", "float32"): fused_tensor_f32,
+}
 
 KERNELS = {
     ("channel", "float16"): per_channel_f16, ("channel", "bfloat16"): per_channel_bf16,
