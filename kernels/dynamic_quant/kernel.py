@@ -163,11 +163,11 @@ def _smooth_index(group, group_num, real_row, gv, start):
 @njit(**_FN)
 def _row(x, y, scale, offset, r, L, buf, tmp, ti, tu, sm, has_smooth, scalar_div, recip, inter16, div_model):
     """One row of the 1-row-at-a-time keys (0/1, 2/3, 7, 10, 100)."""
-    if not FAITHFUL and not ASYM and XDT == DT_BF16 and DST == DT_INT8 and not SMOOTH:
-        m = rq.row_absmax_bf16(x, r * L, L)          # straight from the bf16 codes (no float32 row stored)
+    if not FAITHFUL and not ASYM and DST == DT_INT8 and not SMOOTH:
+        m = rq.row_absmax_16(x, r * L, L, XDT)       # straight from the 16-bit codes (no float32 row stored)
         q, s = _scale(m, scalar_div, recip, div_model)
         scale[r] = s
-        rq.quant_row_sym_bf16(x, r * L, L, q, y, r * L)
+        rq.quant_row_sym_16(x, r * L, L, q, y, r * L, XDT)
         return
     if not FAITHFUL and not ASYM:
         m = rq.load_row_absmax(buf, x, r * L, L, XDT, sm, SMOOTH)

@@ -30,8 +30,8 @@ that a fused caller never compiles the instruction layer:
   float32 (already cast; any float32 array when ``has_smooth`` is False).
 * ``row_absmax_faithful(src, n, tmp)`` / ``row_absmax(src, n)`` -> float32 max |src[:n]| (NaN: the first NaN,
   sign cleared). ``load_row_absmax(dst, x_bits, x_off, n, xdt, smooth, has_smooth)``: the two fused in one pass.
-  ``row_absmax_bf16(x_bits, x_off, n)`` / ``quant_row_sym_bf16(x_bits, x_off, n, q, out, out_off)``: bf16 rows
-  without smooth, int8 out, straight from the bf16 codes (no float32 row stored; the fastest path).
+  ``row_absmax_16(x_bits, x_off, n, xdt)`` / ``quant_row_sym_16(x_bits, x_off, n, q, out, out_off, xdt)``: half /
+  bf16 rows without smooth, int8 out, straight from the 16-bit codes (no float32 row stored; the fastest path).
 * ``row_minmax(src, n, tmp)`` -> (max, min) with ReduceMax / ReduceMin's order rules (one form).
 * ``sym_scale[_faithful](m, c, q_mode, div_model, scale_mode)`` -> (q, stored scale). ``q_mode`` Q_VECTOR_DIV /
   Q_SCALAR_DIV, ``div_model`` DIV_IEEE / DIV_RECIP_MUL (npu_emu.ascendc.constants; the vector Div only: the
@@ -54,6 +54,7 @@ clamp(rint(v), lo, hi); NaN -> 0 (npu_emu.ascendc.cast: "输入为nan时，返�
 
 import numpy as np
 from numba import njit
+from numba.extending import overload
 
 from npu_emu.ascendc import Abs, Adds, Cast, Div, Mul, Muls, ReduceMax, ReduceMin
 from npu_emu.ascendc.constants import (
@@ -73,7 +74,7 @@ from npu_emu.ascendc.constants import (
 )
 from npu_emu.ascendc.vector import div_f32
 from npu_emu.device.specialize import literal_args
-from npu_emu.dtypes.scalar import f16_to_f32
+from npu_emu.dtypes.scalar import bf16_to_f32, f16_to_f32
 
 _J = dict(cache=True, error_model="numpy")
 
@@ -95,7 +96,7 @@ EPSILON = np.float32(1e-12)           # DYNAMIC_QUANT_EPSINON (a float constexpr
 __all__ = [
     "Q_VECTOR_DIV", "Q_SCALAR_DIV", "SCALE_MAX_TIMES_INV", "SCALE_RECIP_Q", "DIV_IEEE", "DIV_RECIP_MUL",
     "SYM_INT8", "SYM_INT4", "ASYM_RANGE_INT8", "ASYM_OFFSET_INT8", "ASYM_RANGE_INT4", "ASYM_OFFSET_INT4", "EPSILON",
-    "load_row_f32", "load_row_f32_faithful", "load_row_absmax", "row_absmax_bf16", "quant_row_sym_bf16", "row_absmax", "row_absmax_faithful", "row_minmax", "sym_scale",
+    "load_row_f32", "load_row_f32_faithful", "load_row_absmax", "row_absmax_16", "quant_row_sym_16", "row_absmax", "row_absmax_faithful", "row_minmax", "sym_scale",
     "sym_scale_faithful", "asym_scale", "quant_row_sym", "quant_row_sym_faithful", "quant_row_asym",
     "quant_row_asym_faithful", "cast_chain_code", "sym_const", "asym_consts", "vector_div_scalar",
     "quant_row_div", "quant_row_div_faithful",
@@ -158,27 +159,29 @@ def load_row_absmax(dst, x_bits, x_off, n, xdt, smooth, has_smooth):
     return np.array([m], dtype=np.uint32).view(np.float32)[0]
 
 
-@njit(**_J)
-def row_absmax_bf16(x_bits, x_off, n):
-    """max |x| of a bf16 row without smooth, on the 16-bit codes (bf16 -> float32 is exact and order-preserving on
-    magnitudes): the value load_row_absmax returns, without writing the float32 row."""
+@literal_args(**_J)
+def row_absmax_16(x_bits, x_off, n, xdt):
+    """max |x| of a half / bf16 row without smooth (``xdt`` DT_FLOAT16 / DT_BF16), on the 16-bit codes (the
+    widening to float32 is exact and order-preserving on magnitudes): the value load_row_absmax returns, without
+    writing the float32 row."""
+    top = np.uint16(0x7F80) if xdt == DT_BF16 else np.uint16(0x7C00)      # the infinity's magnitude code
     m = np.uint16(0)
     xr = x_bits[x_off:x_off + n]
     for i in range(n):
         a = xr[i] & np.uint16(0x7FFF)
         m = a if a > m else m
-    if m > np.uint16(0x7F80):
+    if m > top:
         for i in range(n):
-            if (xr[i] & np.uint16(0x7FFF)) > np.uint16(0x7F80):
+            if (xr[i] & np.uint16(0x7FFF)) > top:
                 m = xr[i] & np.uint16(0x7FFF)
                 break
-    return np.array([np.uint32(m) << np.uint32(16)], dtype=np.uint32).view(np.float32)[0]
+    return _x16_f32(m, xdt)
 
 
-@njit(**_J)
-def quant_row_sym_bf16(x_bits, x_off, n, q, out, out_off):
-    """quant_row_sym for a bf16 row without smooth and an int8 output, reading the bf16 codes again (the float32
-    row is never stored). ``q`` must come from this row's own abs max (c / m, either division model)."""
+@literal_args(**_J)
+def quant_row_sym_16(x_bits, x_off, n, q, out, out_off, xdt):
+    """quant_row_sym for a half / bf16 row without smooth and an int8 output, reading the 16-bit codes again (the
+    float32 row is never stored). ``q`` must come from this row's own abs max (c / m, either division model)."""
     q = np.float32(q)
     o = out[out_off:out_off + n].view(np.int8)
     xr = x_bits[x_off:x_off + n]
@@ -186,19 +189,26 @@ def quant_row_sym_bf16(x_bits, x_off, n, q, out, out_off):
         # q = c / m finite and > 0 means m, the row's abs max, is finite and > 0: every x is finite and
         # |x * q| <= m * RN(c / m) <= c * (1 + 2^-23) < c + 0.5, so neither the NaN rule nor the clamp can act
         for i in range(n):
-            o[i] = np.int8(np.rint(_bf16_f32(xr[i]) * q))
+            o[i] = np.int8(np.rint(_x16_f32(xr[i], xdt) * q))
         return
     for i in range(n):
-        v = _bf16_f32(xr[i]) * q
+        v = _x16_f32(xr[i], xdt) * q
         v = v if v == v else np.float32(0.0)
         v = np.float32(127.0) if v > np.float32(127.0) else v
         v = np.float32(-128.0) if v < np.float32(-128.0) else v
         o[i] = np.int8(np.rint(v))
 
 
-@njit(cache=True, error_model="numpy", inline="always")
-def _bf16_f32(b):
-    return np.uint32(np.uint32(b) << np.uint32(16)).view(np.float32)
+def _x16_f32(b, xdt):
+    """float32 of half / bf16 code ``b`` (``xdt`` a literal: one decoder, inlined)."""
+    raise NotImplementedError("_x16_f32 is only callable from njit code")
+
+
+@overload(_x16_f32, inline="always", prefer_literal=True)
+def _x16_f32_ol(b, xdt):
+    if getattr(xdt, "literal_value", None) == DT_BF16:
+        return lambda b, xdt: bf16_to_f32(b)
+    return lambda b, xdt: f16_to_f32(b)
 
 
 @njit(**_J)

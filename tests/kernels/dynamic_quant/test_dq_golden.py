@@ -83,6 +83,27 @@ def test_keys_half(rows, L, key):
     _run_and_compare(x, _smooth(L, np.float16, 3))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["f16", "bf16"])
+@pytest.mark.parametrize("rows, L, keys", [(9, 130, (2, 3)), (9, 4096, (100, 100)), (9, 256, (10, 10)),
+                                           (9, 16384, (0, 1))])
+def test_special_rows_read_from_the_codes(dtype, rows, L, keys):
+    """The rows the fused path reads straight from the 16-bit codes: zero, Inf, NaN (two payloads: the first NaN's
+    is the stored max), subnormal and largest-value rows, a row whose max is a negative value."""
+    x = _data(rows, L, np.float32, 11)
+    tiny = np.float32(2.0 ** -20 if dtype is np.float16 else 2.0 ** -130)
+    x[0] = 0
+    x[1, 3] = np.inf
+    x[2, 5] = np.nan
+    x[3] = tiny * np.sign(x[3])
+    x[4, L - 1] = -np.inf
+    x[5, 7] = -65504.0
+    x = x.astype(dtype)
+    x.view(np.uint16)[6, 1] = 0x7E01 if dtype is np.float16 else 0x7FC1     # a NaN with a payload, then another
+    x.view(np.uint16)[6, 9] = 0xFE55 if dtype is np.float16 else 0xFF85
+    x.view(np.uint16)[7] = 0x8001                                           # the smallest negative subnormal
+    _run_and_compare(x, key=keys[dtype is np.float16])
+
+
 def test_scale_bits_depend_on_key():
     # the same row through key 2 (max * fp32(1/127)) and key 0 (1 / (127 / max)): the scale bits differ on some rows
     x = _data(64, 130, BF16, 7)
