@@ -84,5 +84,8 @@ class Quantize950(_Quant):
     def run(self):
         return npu_quantize(self.x, self.s, None, 1, -1, True, soc="ascend950pr")
 
+    def time_faithful(self, threads):
+        npu_quantize(self.x, self.s, None, 1, -1, True, soc="ascend950pr", faithful=True)
+
     def numpy(self):
         return np.clip(np.rint(self.x / self.s), -128, 127).astype(np.int8)

@@ -112,9 +112,10 @@ def npu_quantize(input, scales, zero_points=None, dtype=None, axis=1, div_mode=T
     y = int8(rint(input * scales + zero_points)). ``dtype``: torch.qint8 / torch.int8 (int8 out).
     ``div_mode=True`` is aclnnQuantize, emulated on soc="ascend950pr" only (pass it):
     y = rint(input / scales + zero_points) as torch.qint8 / quint8 / qint32 (int8 / uint8 / int32).
-    ``faithful=True`` (div_mode=False): the UB-staged transliteration, same bits."""
+    ``faithful=True``: the kernel's tile walk instead of the fused kernel, same bits."""
     if div_mode:
-        return quantize(input, scales, zero_points, dtype=_quantize_dtype(dtype), axis=axis, soc=soc, trace=trace)
+        return quantize(input, scales, zero_points, dtype=_quantize_dtype(dtype), axis=axis, soc=soc,
+                        faithful=faithful, trace=trace)
     axis = as_int(axis, "axis")
     axis = axis if axis < -1 else -1
     return ascend_quant(input, scales, zero_points, sqrt_mode=False, round_mode="round", dst_type=_out_dtype(dtype),
@@ -205,31 +206,35 @@ def _quantize_trace(tr):
 
 
 def _run_quantize(xa, sa, za, x_dtype, s_dtype, z_dtype, y_dtype, mode, pa, div_model, soc, core_num=None,
-                  ub_size=None):
+                  ub_size=None, faithful=False):
+    y_np = quantize_launch._Y[y_dtype]
     if xa.size == 0 or sa.size == 0 or (za is not None and za.size == 0):
-        from npu_emu.kernels.ascend_quant.quantize_launch import _Y
-        return np.empty(xa.shape, _Y[y_dtype]), None
+        return np.empty(xa.shape, y_np), None
+    check_memory(xa.size * np.dtype(y_np).itemsize, "the Quantize output")
     return quantize_launch.run(xa, sa, za, x_dtype, s_dtype, z_dtype, y_dtype, mode, pa, div_model=div_model,
-                               soc=soc, core_num=core_num, ub_size=ub_size)
+                               soc=soc, core_num=core_num, ub_size=ub_size, faithful=bool(faithful),
+                               y=output_cache.empty(xa.shape, y_np))
 
 
 def quantize(x, scales, zero_points=None, *, dtype="int8", axis=1, div_model="ieee", soc=QUANTIZE_SOC,
-             core_num=None, ub_size=None, trace=False):
+             core_num=None, ub_size=None, faithful=False, trace=False):
     """aclnnQuantize as a function: y = dtype(rint(x / scales + zero_points)) (docs/ops/ascend_quant.md §9).
     ``dtype``: "int8" / "uint8" / "int32" (aclDataType or torch dtype accepted); ``div_model``: "ieee" (default) or
-    "reciprocal", the rounding of the vector Div [HW-unverified]."""
+    "reciprocal", the rounding of the vector Div [HW-unverified]; ``faithful=True``: the tile walk of the kernel
+    instead of the fused one (the same bits)."""
     origin = Origin()
     dm = _div_model(div_model)
     y_dtype = _quantize_dtype(dtype)
     prep = _prepare_quantize(x, scales, zero_points, y_dtype, None, None, as_int(axis, "axis"), soc, origin)
-    y, tr = _run_quantize(*prep[:6], y_dtype, *prep[6:], dm, soc, core_num, ub_size)
+    y, tr = _run_quantize(*prep[:6], y_dtype, *prep[6:], dm, soc, core_num, ub_size, faithful)
     out = to_user(y, origin)
     if trace:
         return out, (None if tr is None else _quantize_trace(tr))
     return out
 
 
-def aclnnQuantizeGetWorkspaceSize(x, scales, zeroPoints, dtype, axis, out, *, soc=QUANTIZE_SOC, div_model="ieee"):
+def aclnnQuantizeGetWorkspaceSize(x, scales, zeroPoints, dtype, axis, out, *, soc=QUANTIZE_SOC, div_model="ieee",
+                                  faithful=False):
     """-> (status, workspace_size, executor); ``dtype`` an aclDataType (2 = int8, 4 = uint8, 3 = int32)."""
     def build():
         if out is None:
@@ -241,7 +246,7 @@ def aclnnQuantizeGetWorkspaceSize(x, scales, zeroPoints, dtype, axis, out, *, so
                                  as_int(axis, "axis"), soc)
 
         def run():
-            res, _ = _run_quantize(*prep[:6], y_name, *prep[6:], dm, soc)
+            res, _ = _run_quantize(*prep[:6], y_name, *prep[6:], dm, soc, faithful=faithful)
             if res.size:
                 write_out(out, res, "out")
         return Executor("aclnnQuantize", run)

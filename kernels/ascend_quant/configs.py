@@ -1,10 +1,10 @@
 """The compile configurations of AscendQuantV2 and Quantize (``npu-emu compile``, declared in op.py).
 
 AscendQuantV2 (npu_quantize div_mode=False) has one fused kernel per layout and x dtype, and as many faithful ones
-(``faithful=True``, the UB-staged transliteration). Quantize (div_mode=True, Ascend
-950) compiles one kernel per (x, y, scale, zero-point) dtype quadruple: the x x y pairs with a float32 scale and no
-zero point are listed, plus the bfloat16 scale and zero point that vLLM-Ascend's W8A8 path passes and an int8 zero
-point; other quadruples compile on their first call.
+(``faithful=True``, the UB-staged transliteration). Quantize (div_mode=True, Ascend 950) compiles one fused kernel
+per (x, y, scale, zero-point) dtype quadruple: the x x y pairs with a float32 scale and no zero point are listed,
+plus the bfloat16 scale and zero point that vLLM-Ascend's W8A8 path passes and an int8 zero point, and the tile walk
+(``faithful=True``) of two of them; other quadruples compile on their first call.
 """
 
 import numpy as np
@@ -42,7 +42,7 @@ for _layout in ("channel", "tensor"):
                f"npu_quantize(div_mode=False, faithful=True) per {_layout}, {_dt} x")(_v2(_layout, _dt, True))
 
 
-def _quantize(x_dtype, y_dtype, s_dtype="float32", z_dtype=None):
+def _quantize(x_dtype, y_dtype, s_dtype="float32", z_dtype=None, faithful=False):
     def build():
         from npu_emu.ops import npu_quantize
 
@@ -52,7 +52,7 @@ def _quantize(x_dtype, y_dtype, s_dtype="float32", z_dtype=None):
         zp = None
         if z_dtype is not None:
             zp = _x(z_dtype, (64,)) if z_dtype in ("bfloat16", "float32") else np.arange(64).astype(z_dtype)
-        return lambda: npu_quantize(x, scale, zp, _CODES[y_dtype], -1, True, soc="ascend950pr")
+        return lambda: npu_quantize(x, scale, zp, _CODES[y_dtype], -1, True, soc="ascend950pr", faithful=faithful)
 
     return build
 
@@ -67,3 +67,7 @@ config("ascend_quant.quantize_bf16_i8_bf16_zp", "npu_quantize(div_mode=True) on 
        "and zero point -> int8 (Quantize)")(_quantize("bfloat16", "int8", "bfloat16", "bfloat16"))
 config("ascend_quant.quantize_f32_i8_i8_zp", "npu_quantize(div_mode=True) on the Ascend 950, float32 x, int8 zero "
        "point -> int8 (Quantize)")(_quantize("float32", "int8", "float32", "int8"))
+config("ascend_quant.quantize_f32_i8_faithful", "npu_quantize(div_mode=True, faithful=True) on the Ascend 950, "
+       "float32 x -> int8 (the Quantize tile walk)")(_quantize("float32", "int8", faithful=True))
+config("ascend_quant.quantize_bf16_i8_bf16_zp_faithful", "npu_quantize(div_mode=True, faithful=True) on the Ascend "
+       "950, bfloat16 x, scale and zero point -> int8")(_quantize("bfloat16", "int8", "bfloat16", "bfloat16", True))

@@ -17,6 +17,9 @@ The walk: each core takes its block from ParseCoreBlocks (tensor / channel: rows
 (dim0, dim1); head: dim0, (dim0, dim1) or (dim0 * dim1, dim2) with blockUnion), and walks it in tiles of baseN rows
 of baseLen elements. GM buffers travel as bytes; ``tags`` = (mode, div model).
 
+That is the tile walk (``quantize_kernel``, ``faithful=True``); ``fused_kernel`` at the end of the module, the
+default, computes the same bits GM to GM.
+
 The module is loaded once per (x, y, scale, zero-point) dtype quadruple (:func:`device`, npu_emu.device.specialize),
 with those as the constants XT, YT, ST and ZT: a call compiles its own casts only (one kernel with every zero-point
 and scale cast of the nine x / y pairs took 24 CPU-s cold for one call; a plain import compiles nothing).
@@ -28,6 +31,8 @@ from numba import prange
 from npu_emu.ascendc.cast import Cast
 from npu_emu.ascendc.constants import (
     CAST_NONE,
+    DIV_IEEE,
+    DIV_RECIP_MUL,
     CAST_RINT,
     DT_BF16,
     DT_FLOAT,
@@ -37,9 +42,10 @@ from npu_emu.ascendc.constants import (
     DT_INT32,
     DT_UINT8,
 )
-from npu_emu.ascendc.vector import Add, Adds, Div
+from npu_emu.ascendc.vector import Add, Adds, Div, div_f32
 from npu_emu.device.jit_options import PARALLEL
 from npu_emu.device.specialize import const, load, njit
+from npu_emu.dtypes.scalar import bf16_to_f32, f16_to_f32, round_to_integral
 
 _KJ = dict(parallel=PARALLEL, cache=True, error_model="numpy")
 _INL = dict(inline="always", cache=True, error_model="numpy")
@@ -199,3 +205,126 @@ def quantize_kernel(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
     for b in prange(block_dim):
         if b < td.numCore:
             _core(np.int64(b), td, x_gm, s_gm, z_gm, y_gm, tags)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# fused kernel (faithful=False, the default): the same per-element steps, GM to GM
+# ---------------------------------------------------------------------------------------------------------------
+# Every y element depends on its own x element and its scale / zero point only (one of them, of the element's
+# channel, or of its head: index (e // dim2) % dim1 of the flat index e), and the blocks of the host tiling cover
+# every element once, so each core takes a contiguous 1 / block_dim share of the elements in row-major order
+# (tests/kernels/ascend_quant/test_quantize_fused.py proves the bits equal to the tile walk's). Per element: the
+# widening of x, Div under the division model, the Add of the zero point, each one float32 rounding as in Compute.
+# The int8 / uint8 cast chain float32 -> int16 -> half -> int8 / uint8 (each RINT) is one clamp and one RINT: the
+# int16 cast saturates, int16 -> half is monotone and exact up to 2048 in magnitude, and an integral half -> int8 /
+# uint8 saturates, so the code is rint(clamp(t, lo, hi)), NaN -> 0 (clamping to integral bounds commutes with
+# rounding to an integer); int32 is one saturating RINT.
+
+FUSED_ROW = 4096        # the longest piece of a row one loop call takes
+
+
+@njit(**_INL)
+def _x_at(xr, i):
+    if XT == DT_FLOAT16:
+        return f16_to_f32(xr[i])
+    if XT == DT_BF16:
+        return bf16_to_f32(xr[i])
+    return np.float32(xr[i])
+
+
+@njit(**_INL)
+def _put_code(yr, i, t):
+    """Store the code of float32 t: the cast chain of _store_y."""
+    if YT == DT_INT32:
+        r = round_to_integral(np.float64(t), CAST_RINT)
+        r = np.float64(-2147483648.0) if r < np.float64(-2147483648.0) else r
+        r = np.float64(2147483647.0) if r > np.float64(2147483647.0) else r
+        yr[i] = np.int32(r) if t == t else np.int32(0)
+    else:
+        lo = np.float32(0.0) if YT == DT_UINT8 else np.float32(-128.0)
+        hi = np.float32(255.0) if YT == DT_UINT8 else np.float32(127.0)
+        c = min(max(t, lo), hi)
+        yr[i] = yr.dtype.type(round_to_integral(np.float64(c), CAST_RINT)) if t == t else yr.dtype.type(0)
+
+
+@njit(**_FN)
+def _piece_vec(xr, yr, sv, zv, dm):
+    """A piece of one channel row: scale / zero point per element."""
+    if dm == DIV_RECIP_MUL:
+        for i in range(yr.size):
+            t = div_f32(_x_at(xr, i), sv[i], DIV_RECIP_MUL)
+            if ZT != Z_NONE:
+                t = np.float32(t + zv[i])
+            _put_code(yr, i, t)
+    else:
+        for i in range(yr.size):
+            t = div_f32(_x_at(xr, i), sv[i], DIV_IEEE)
+            if ZT != Z_NONE:
+                t = np.float32(t + zv[i])
+            _put_code(yr, i, t)
+
+
+@njit(**_FN)
+def _piece_scalar(xr, yr, s, z, dm):
+    """A piece with one scale / zero point (per tensor, or within one head's run of dim2 elements)."""
+    if dm == DIV_RECIP_MUL:
+        for i in range(yr.size):
+            t = div_f32(_x_at(xr, i), s, DIV_RECIP_MUL)
+            if ZT != Z_NONE:
+                t = np.float32(t + z)
+            _put_code(yr, i, t)
+    else:
+        for i in range(yr.size):
+            t = div_f32(_x_at(xr, i), s, DIV_IEEE)
+            if ZT != Z_NONE:
+                t = np.float32(t + z)
+            _put_code(yr, i, t)
+
+
+@njit(**_FN)
+def _fused_core(b, block_dim, td, x_gm, s_gm, z_gm, y_gm, tags):
+    mode = tags[0]
+    dm = tags[1]
+    d1 = td.dim1
+    d2 = td.dim2
+    total = td.dim0 * d1 * d2
+    e0 = total * b // block_dim
+    e1 = total * (b + 1) // block_dim
+    if e1 <= e0:
+        return
+    ns = 1 if mode == 0 else d1
+    sv = np.empty(ns, np.float32)
+    zv = np.empty(ns, np.float32)
+    h_tmp = np.empty(ns, np.uint16)
+    _widen_scale(sv, s_gm, 0, ns)
+    if ZT != Z_NONE:
+        _widen_zp(zv, z_gm, 0, ns, h_tmp)
+    if XT == DT_FLOAT:
+        xv = x_gm.view(np.float32)
+    else:
+        xv = x_gm.view(np.uint16)
+    if YT == DT_INT32:
+        yv = y_gm.view(np.int32)
+    elif YT == DT_INT8:
+        yv = y_gm.view(np.int8)
+    else:
+        yv = y_gm
+    e = e0
+    while e < e1:
+        if mode != 0 and d2 == 1:
+            c0 = e % d1
+            k = min(d1 - c0, e1 - e, FUSED_ROW)
+            _piece_vec(xv[e:e + k], yv[e:e + k], sv[c0:c0 + k], zv[c0:c0 + k], dm)
+        else:
+            j = 0 if mode == 0 else (e // d2) % d1
+            k = min(e1 - e, FUSED_ROW) if mode == 0 else min(d2 - e % d2, e1 - e, FUSED_ROW)
+            _piece_scalar(xv[e:e + k], yv[e:e + k], sv[j], zv[j], dm)
+        e += k
+
+
+@njit(**_KJ)
+def fused_kernel(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
+    """The fused Quantize kernel of this module's dtypes: each core its share of the elements."""
+    for b in prange(block_dim):
+        _fused_core(np.int64(b), block_dim, td, x_gm, s_gm, z_gm, y_gm, tags)
+

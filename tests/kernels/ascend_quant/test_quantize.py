@@ -227,3 +227,35 @@ def test_torch_entries():
     assert np.array_equal(_bits(y2.numpy()), _bits(golden.quantize(x, s, z, dtype="uint8", axis=1)))
     with pytest.raises(AclnnError, match="ascend950pr"):
         torch.ops.npu.npu_quantize(xt, st, zt, 12, 1, True)                # no session soc: the A2 default
+
+
+# ---- the fused kernel (default) against the tile walk (faithful=True), bit for bit ----------------------------
+
+@pytest.mark.parametrize("xdt,ydt,zdt", [(np.float32, "int8", np.int8), (BF16, "int8", BF16), (np.float16, "int8", None),
+                                         (np.float32, "uint8", np.int32), (np.float32, "int32", np.int32)],
+                         ids=["f32-i8-i8", "bf16-i8-bf16", "f16-i8-none", "f32-u8-i32", "f32-i32-i32"])
+def test_fused_equals_faithful(xdt, ydt, zdt):
+    """Every layout and tiling branch of CASES (tensor, channel with and without NDDMA, head along each block axis),
+    with the default and a small core count and UB (column loops, tail blocks), both division models; x holds Inf,
+    NaN and huge values, and an int32 output reaches its range ends."""
+    for shape, axis, n in CASES:
+        x, s, z = _inputs(shape, n, xdt, zdt, 11)
+        if ydt == "int32":
+            x = (x.astype(np.float32) * np.float32(1e7)).astype(xdt)
+        for kw in ({}, dict(core_num=3, ub_size=4096)):
+            for dm in ("ieee", "reciprocal"):
+                a = api.quantize(x, s, z, dtype=ydt, axis=axis, soc=SOC, div_model=dm, **kw)
+                b = api.quantize(x, s, z, dtype=ydt, axis=axis, soc=SOC, div_model=dm, faithful=True, **kw)
+                assert np.array_equal(_bits(a), _bits(b)), (shape, axis, kw, dm)
+
+
+def test_a_reused_output_is_written_whole(cache_every_output):
+    """A second call gets the first call's freed output (tests/conftest.py): every element is written again."""
+    x, s, z = _inputs((40, 20), 20, np.float32, np.int8, 1)
+    y = api.quantize(x, s, z, axis=-1, soc=SOC)
+    where = y.ctypes.data
+    del y
+    x, s, z = _inputs((40, 20), 20, np.float32, np.int8, 2)
+    y = api.quantize(x, s, z, axis=-1, soc=SOC)
+    assert y.ctypes.data == where
+    assert np.array_equal(_bits(y), _bits(golden.quantize(x, s, z, dtype="int8", axis=-1)))
