@@ -361,16 +361,10 @@ def _codes(t, yr, rm):
 
 
 @literal_args(**_CORE)
-def _fused_core(block_idx, block_dim, td, x_gm, s_gm, o_gm, y_gm, XT, PER_TENSOR):
-    """One core's share of the elements. Per tensor the one scale and offset fill rows of FUSED_ROW elements, so
-    both layouts run the same row loop; per channel a row is cut in pieces of at most FUSED_ROW."""
-    total = td.dim0 * td.dim1
-    e0 = total * block_idx // block_dim
-    e1 = total * (block_idx + 1) // block_dim
-    if e1 <= e0:
-        return
-    rm = _cast_mode(td.roundMode)
-    d1 = min(FUSED_ROW, e1 - e0) if PER_TENSOR else td.dim1
+def _fused_scales(td, s_gm, o_gm, XT, PER_TENSOR):
+    """(s, s2, o) as float32 rows, widened once per launch and read by every core: per channel dim1 long, per
+    tensor the one scale and offset repeated over min(FUSED_ROW, elements) (so both layouts run the same row loop)."""
+    d1 = min(FUSED_ROW, td.dim0 * td.dim1) if PER_TENSOR else td.dim1
     s = np.empty(d1, np.float32)
     s2 = np.empty(d1, np.float32)
     o = np.empty(d1, np.float32)
@@ -387,6 +381,19 @@ def _fused_core(block_idx, block_dim, td, x_gm, s_gm, o_gm, y_gm, XT, PER_TENSOR
             o[c] = o_gm[j]
         s2[c] = s[c] if td.sqrtMode != 0 else np.float32(1.0)
         o[c] = o[c] if td.hasOffset != 0 else np.float32(-0.0)
+    return s, s2, o
+
+
+@literal_args(**_CORE)
+def _fused_core(block_idx, block_dim, td, x_gm, s, s2, o, y_gm, XT, PER_TENSOR):
+    """One core's share of the elements, in row pieces of at most FUSED_ROW (per tensor: of any length)."""
+    total = td.dim0 * td.dim1
+    e0 = total * block_idx // block_dim
+    e1 = total * (block_idx + 1) // block_dim
+    if e1 <= e0:
+        return
+    rm = _cast_mode(td.roundMode)
+    d1 = s.size
     t = np.empty(min(d1, FUSED_ROW), np.float32)
     e = e0
     while e < e1:
@@ -400,43 +407,49 @@ def _fused_core(block_idx, block_dim, td, x_gm, s_gm, o_gm, y_gm, XT, PER_TENSOR
 @njit(**_KJ)
 def fused_channel_f16(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     """Per channel, half x, fused."""
+    s, s2, o = _fused_scales(td, s_gm, o_gm, DT_FLOAT16, False)
     for block_idx in prange(block_dim):
-        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s_gm, o_gm, y_gm, DT_FLOAT16, False)
+        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s, s2, o, y_gm, DT_FLOAT16, False)
 
 
 @njit(**_KJ)
 def fused_channel_bf16(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     """Per channel, bfloat16 x, fused."""
+    s, s2, o = _fused_scales(td, s_gm, o_gm, DT_BF16, False)
     for block_idx in prange(block_dim):
-        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s_gm, o_gm, y_gm, DT_BF16, False)
+        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s, s2, o, y_gm, DT_BF16, False)
 
 
 @njit(**_KJ)
 def fused_channel_f32(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     """Per channel, float32 x, fused."""
+    s, s2, o = _fused_scales(td, s_gm, o_gm, DT_FLOAT, False)
     for block_idx in prange(block_dim):
-        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s_gm, o_gm, y_gm, DT_FLOAT, False)
+        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s, s2, o, y_gm, DT_FLOAT, False)
 
 
 @njit(**_KJ)
 def fused_tensor_f16(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     """Per tensor, half x, fused."""
+    s, s2, o = _fused_scales(td, s_gm, o_gm, DT_FLOAT16, True)
     for block_idx in prange(block_dim):
-        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s_gm, o_gm, y_gm, DT_FLOAT16, True)
+        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s, s2, o, y_gm, DT_FLOAT16, True)
 
 
 @njit(**_KJ)
 def fused_tensor_bf16(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     """Per tensor, bfloat16 x, fused."""
+    s, s2, o = _fused_scales(td, s_gm, o_gm, DT_BF16, True)
     for block_idx in prange(block_dim):
-        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s_gm, o_gm, y_gm, DT_BF16, True)
+        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s, s2, o, y_gm, DT_BF16, True)
 
 
 @njit(**_KJ)
 def fused_tensor_f32(block_dim, td, ub_size, x_gm, s_gm, o_gm, y_gm):
     """Per tensor, float32 x, fused."""
+    s, s2, o = _fused_scales(td, s_gm, o_gm, DT_FLOAT, True)
     for block_idx in prange(block_dim):
-        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s_gm, o_gm, y_gm, DT_FLOAT, True)
+        _fused_core(np.int64(block_idx), block_dim, td, x_gm, s, s2, o, y_gm, DT_FLOAT, True)
 
 
 FUSED = {

@@ -18,5 +18,6 @@ OP = Op(
     ),
     configs="npu_emu.kernels.ascend_quant.configs:CONFIGS",
     golden="npu_emu.kernels.ascend_quant.golden",
+    demo="npu_emu.kernels.ascend_quant.demo:CASES",
     compile_seconds=60,
 )

@@ -282,7 +282,21 @@ def _piece_scalar(xr, yr, s, z, dm):
 
 
 @njit(**_FN)
-def _fused_core(b, block_dim, td, x_gm, s_gm, z_gm, y_gm, tags):
+def _fused_scales(td, s_gm, z_gm, tags):
+    """The scales and zero points as float32, widened once per launch and read by every core (one per tensor, dim1
+    per channel or head)."""
+    ns = 1 if tags[0] == 0 else td.dim1
+    sv = np.empty(ns, np.float32)
+    zv = np.empty(ns, np.float32)
+    h_tmp = np.empty(ns, np.uint16)
+    _widen_scale(sv, s_gm, 0, ns)
+    if ZT != Z_NONE:
+        _widen_zp(zv, z_gm, 0, ns, h_tmp)
+    return sv, zv
+
+
+@njit(**_FN)
+def _fused_core(b, block_dim, td, x_gm, sv, zv, y_gm, tags):
     mode = tags[0]
     dm = tags[1]
     d1 = td.dim1
@@ -292,13 +306,6 @@ def _fused_core(b, block_dim, td, x_gm, s_gm, z_gm, y_gm, tags):
     e1 = total * (b + 1) // block_dim
     if e1 <= e0:
         return
-    ns = 1 if mode == 0 else d1
-    sv = np.empty(ns, np.float32)
-    zv = np.empty(ns, np.float32)
-    h_tmp = np.empty(ns, np.uint16)
-    _widen_scale(sv, s_gm, 0, ns)
-    if ZT != Z_NONE:
-        _widen_zp(zv, z_gm, 0, ns, h_tmp)
     if XT == DT_FLOAT:
         xv = x_gm.view(np.float32)
     else:
@@ -325,6 +332,6 @@ def _fused_core(b, block_dim, td, x_gm, s_gm, z_gm, y_gm, tags):
 @njit(**_KJ)
 def fused_kernel(block_dim, td, ub_size, x_gm, s_gm, z_gm, y_gm, tags):
     """The fused Quantize kernel of this module's dtypes: each core its share of the elements."""
+    sv, zv = _fused_scales(td, s_gm, z_gm, tags)
     for b in prange(block_dim):
-        _fused_core(np.int64(b), block_dim, td, x_gm, s_gm, z_gm, y_gm, tags)
-
+        _fused_core(np.int64(b), block_dim, td, x_gm, sv, zv, y_gm, tags)
