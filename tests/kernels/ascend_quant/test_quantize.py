@@ -231,13 +231,14 @@ def test_torch_entries():
 
 # ---- the fused kernel (default) against the tile walk (faithful=True), bit for bit ----------------------------
 
-@pytest.mark.parametrize("xdt,ydt,zdt", [(np.float32, "int8", np.int8), (BF16, "int8", BF16), (np.float16, "int8", None),
-                                         (np.float32, "uint8", np.int32), (np.float32, "int32", np.int32)],
-                         ids=["f32-i8-i8", "bf16-i8-bf16", "f16-i8-none", "f32-u8-i32", "f32-i32-i32"])
+@pytest.mark.parametrize("xdt,ydt,zdt", [(np.float16, "uint8", None), (BF16, "int8", BF16), (np.float32, "int32", np.int32)],
+                         ids=["f16-u8-none", "bf16-i8-bf16", "f32-i32-i32"])
 def test_fused_equals_faithful(xdt, ydt, zdt):
     """Every layout and tiling branch of CASES (tensor, channel with and without NDDMA, head along each block axis),
     with the default and a small core count and UB (column loops, tail blocks), both division models; x holds Inf,
-    NaN and huge values, and an int32 output reaches its range ends."""
+    NaN and huge values, and an int32 output reaches its range ends. Each x and output dtype once, without a zero
+    point and with a float and an integer one (the zero points are widened by the same code in both kernels; each
+    quadruple's tile walk costs about 7 s to compile)."""
     for shape, axis, n in CASES:
         x, s, z = _inputs(shape, n, xdt, zdt, 11)
         if ydt == "int32":
