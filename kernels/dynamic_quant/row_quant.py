@@ -96,7 +96,8 @@ EPSILON = np.float32(1e-12)           # DYNAMIC_QUANT_EPSINON (a float constexpr
 __all__ = [
     "Q_VECTOR_DIV", "Q_SCALAR_DIV", "SCALE_MAX_TIMES_INV", "SCALE_RECIP_Q", "DIV_IEEE", "DIV_RECIP_MUL",
     "SYM_INT8", "SYM_INT4", "ASYM_RANGE_INT8", "ASYM_OFFSET_INT8", "ASYM_RANGE_INT4", "ASYM_OFFSET_INT4", "EPSILON",
-    "load_row_f32", "load_row_f32_faithful", "load_row_absmax", "row_absmax_16", "quant_row_sym_16", "row_absmax", "row_absmax_faithful", "row_minmax", "sym_scale",
+    "load_row_f32", "load_row_f32_faithful", "load_row_absmax", "row_absmax_16", "quant_row_sym_16", "row_absmax",
+    "row_absmax_faithful", "row_minmax", "sym_scale",
     "sym_scale_faithful", "asym_scale", "quant_row_sym", "quant_row_sym_faithful", "quant_row_asym",
     "quant_row_asym_faithful", "cast_chain_code", "sym_const", "asym_consts", "vector_div_scalar",
     "quant_row_div", "quant_row_div_faithful",

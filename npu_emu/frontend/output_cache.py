@@ -20,8 +20,9 @@ view of the output). The bits an op writes do not depend on where its output liv
 What the cache may hold: ``NPU_EMU_OUTPUT_CACHE`` bytes ("0" turns it off, a size such as "512M"; default
 :data:`DEFAULT_LIMIT`), and never more than half of what the machine still has available beside it, so that other
 allocations keep most of it. :func:`release` (also ``torch_npu.npu.empty_cache()`` of the emulated module) frees
-it all, and the memory guard frees it before it refuses a call for lack of memory. In a task of a Dask worker there is no cache: Dask manages a worker's memory by
-its resident size (it spills, pauses and restarts workers), and memory kept for reuse would count against it.
+it all, and the memory guard frees it before it refuses a call for lack of memory. In a task of a Dask worker there
+is no cache: Dask manages a worker's memory by its resident size (it spills, pauses and restarts workers), and
+memory kept for reuse would count against it.
 """
 
 import collections

@@ -231,7 +231,8 @@ def test_torch_entries():
 
 # ---- the fused kernel (default) against the tile walk (faithful=True), bit for bit ----------------------------
 
-@pytest.mark.parametrize("xdt,ydt,zdt", [(np.float16, "uint8", None), (BF16, "int8", BF16), (np.float32, "int32", np.int32)],
+@pytest.mark.parametrize("xdt,ydt,zdt", [(np.float16, "uint8", None), (BF16, "int8", BF16),
+                                         (np.float32, "int32", np.int32)],
                          ids=["f16-u8-none", "bf16-i8-bf16", "f32-i32-i32"])
 def test_fused_equals_faithful(xdt, ydt, zdt):
     """Every layout and tiling branch of CASES (tensor, channel with and without NDDMA, head along each block axis),
