@@ -1,5 +1,6 @@
 """MX quantisation at MoE-layer sizes (issue 6): GroupedDynamicMxQuant bf16 [16384, 7168] in 8 groups to E4M3FN,
-DynamicMxQuant bf16 [8192, 7168] along the last axis to E4M3FN and to FP4 E2M1.
+DynamicMxQuant bf16 [8192, 7168] along the last axis to E4M3FN and to FP4 E2M1, and float16 along either axis to
+E4M3FN.
 
 Baseline in the same run: a straightforward numpy implementation of the same math
 (docs/contributing/numba_rules.md §5.5 recipe: float32 copy, blocks, abs().max(), floor(log2()), exp2, divide, clip,
@@ -202,3 +203,44 @@ class DynamicMxQuant:
     def track_npu_emu_over_measured_copy(self, dst, threads, device):
         return common.best_seconds(self.run, 3) / measured_copy_seconds(self.bytes_moved)
     track_npu_emu_over_measured_copy.unit = "x host copy of the same bytes"
+
+
+class DynamicMxQuantHalf:
+    """float16 [8192, 7168] -> E4M3FN along the last axis and along axis -2, through the front end: FP16 inputs take
+    the half path (kernel M_HALF), BF16 the fast one (DynamicMxQuant above)."""
+
+    params = ([-1, -2], common.THREADS)
+    param_names = ["axis", "threads"]
+    timeout = 900
+
+    def setup(self, axis, threads):
+        common.use_threads(threads)
+        self.axis = axis
+        self.x = bf16_input(DYNAMIC_SHAPE, 2).astype(np.float16)
+        m, n = DYNAMIC_SHAPE
+        self.bytes_moved = self.x.nbytes + m * n + m * n // 32
+        self.run()
+
+    def run(self):
+        api.npu_dynamic_mx_quant(self.x, axis=self.axis, dst_type=TORCH_CODE["float8_e4m3fn"])
+
+    def numpy(self):
+        if self.axis == -1:
+            numpy_dynamic_last_axis(self.x, "float8_e4m3fn")
+        else:
+            m, n = DYNAMIC_SHAPE
+            numpy_mx_blocks(self.x.astype(np.float32).reshape(m // 32, 32, n), "float8_e4m3fn")
+
+    def time_npu_emu_frontend(self, axis, threads):
+        self.run()
+
+    def time_numpy_straightforward(self, axis, threads):
+        self.numpy()
+
+    def track_npu_emu_over_numpy(self, axis, threads):
+        return common.best_seconds(self.run, 3) / common.best_seconds(self.numpy, 1)
+    track_npu_emu_over_numpy.unit = "x numpy time"
+
+    def track_npu_emu_over_host_roofline(self, axis, threads):
+        return common.best_seconds(self.run, 3) / common.host_roofline_seconds(self.bytes_moved, threads)
+    track_npu_emu_over_host_roofline.unit = "x host roofline"

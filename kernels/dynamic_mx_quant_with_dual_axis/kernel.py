@@ -23,9 +23,9 @@ each 32-element chunk once for both axes' maxima, the codes and shifts from a ta
 both axes while the slice is in L2, through the same 16-bit vector forms and FP32 loops of kernels/mx_quant; x is
 read from memory once (docs/ops/dynamic_mx_quant_with_dual_axis.md §6).
 
-Specialised like kernels/mx_quant/kernel.py: ``DST`` (D_* kind), ``MODE`` (M_FAST / M_ELEMENT) and ``FUSED`` are
-constants of each copy, loaded by :func:`device`, so a call compiles one format and one walk. Cores write disjoint
-GM ranges.
+Specialised like kernels/mx_quant/kernel.py: ``DST`` (D_* kind), ``MODE`` (M_FAST / M_HALF / M_ELEMENT) and
+``FUSED`` are constants of each copy, loaded by :func:`device`, so a call compiles one format and one walk. Cores
+write disjoint GM ranges.
 """
 
 import numpy as np
@@ -86,11 +86,11 @@ YCHUNK = LANES // 2 if FP4 else LANES          # y bytes of one 32-element chunk
 
 
 def device(dst, mode, fused=False, ocp=True):
-    """This module specialised for output kind ``dst`` (D_*), path ``mode`` (mx_quant's M_FAST / M_ELEMENT) and
+    """This module specialised for output kind ``dst`` (D_*), path ``mode`` (mx_quant's M_FAST / M_HALF / M_ELEMENT) and
     ``fused`` (the one-pass OCP walk of M_FAST, :func:`_fused_slice`; only its code compiles); ``ocp=False``: no
     call of this copy uses the OCP scale algorithm."""
-    if dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (mx_kernel.M_FAST, mx_kernel.M_ELEMENT,
-                                                                     mx_kernel.M_FAITHFUL):
+    if dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (mx_kernel.M_FAST, mx_kernel.M_HALF,
+                                                                     mx_kernel.M_ELEMENT, mx_kernel.M_FAITHFUL):
         raise ValueError(f"no dual-axis MX kernel for dst={dst!r}, mode={mode!r}")
     if fused and mode != mx_kernel.M_FAST:
         raise ValueError("the fused dual-axis walk is M_FAST's")

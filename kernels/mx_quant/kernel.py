@@ -40,7 +40,9 @@ the last axis) take the block maxima row by row over a run of columns, then enco
 column (_pow2_rows: the vector forms with a shift per lane, FP8 again in the normal-only form, chunks it flags formed
 again at once by the full form). Their OCP scale codes and reciprocals are one branch-free loop too (_ocp_scales),
 and the grouped op walks 64-row slabs of FUSED_COLS columns instead of the device's 64 x 128 tiles
-(grouped_fused_kernel), which read x in short pieces of far-apart rows. MODE M_ELEMENT (other inputs or switches)
+(grouped_fused_kernel), which read x in short pieces of far-apart rows. MODE M_HALF (FP16 inputs, M_FAST's
+conditions otherwise) runs the FP32 loops (_fp32_rows, reading FP16) on the same walks, with each block's statistic
+from the maximum of |x|'s 16 bits where the key allows it (_half_keys). MODE M_ELEMENT (other inputs or switches)
 converts every element through _enc_one, the per-element transliteration, on the same walks; M_FAITHFUL stages
 every tile through UB and converts through _enc_one. The tests prove the paths equal
 (tests/kernels/mx_quant/test_mx_fast.py) and equal to the golden.
@@ -58,6 +60,7 @@ from npu_emu.dtypes.scalar import (
     encode_e5m2,
     encode_fp4_e1m2,
     encode_fp4_e2m1,
+    f16_to_f32,
     f32_as_u32,
     pow2_bias,
     pow2_shift_ok,
@@ -115,6 +118,7 @@ from npu_emu.kernels.mx_quant.common import (  # noqa: F401  (the constants and 
     _block_scale,
     _copy_in,
     _copy_out,
+    _f16_bf16_exponent,
     _load,
     _ocp_code_recip,
     _ocp_scales,
@@ -140,8 +144,9 @@ from npu_emu.device.specialize import const, njit
 _INL = dict(inline="always", cache=True, error_model="numpy")
 _FN = dict(cache=True, error_model="numpy")
 
-# the paths (MODE): the vectorised BF16/RINT loops, per-element codecs on the same walks, the UB-staged tiles
-M_FAST, M_ELEMENT, M_FAITHFUL = 0, 1, 2
+# the paths (MODE): the vectorised BF16/RINT loops, per-element codecs on the same walks, the UB-staged tiles, and
+# the vectorised FP32 loops for FP16 inputs (RINT, no switches: M_FAST's conditions)
+M_FAST, M_ELEMENT, M_FAITHFUL, M_HALF = 0, 1, 2, 3
 
 # the walks of DynamicMxQuant (WALK): along the last axis (rows of blocks; W_ROWS32: of the default 32 elements), along
 # another axis (column blocks), or either, chosen per unit at run time (the dual-axis and grouped kernels, which use
@@ -166,6 +171,7 @@ OCP_SCALES = int(const("OCP", 1))
 FP4 = DST is not None and DST >= D_E2M1
 FAST = MODE == M_FAST
 FAITHFUL = MODE == M_FAITHFUL
+HALF = MODE == M_HALF
 
 
 def _p2_constants(dst):
@@ -210,16 +216,25 @@ def _rint_code(v):
 
 
 @njit(**_INL)
+def _widen(h):
+    """The FP32 value of one input element's 16 bits: FP16 in an M_HALF copy, BF16 otherwise."""
+    if HALF:
+        return f16_to_f32(h)
+    return bf16_to_f32(h)
+
+
+@njit(**_INL)
 def _fast_row(xr, yr, recips, rc, ncols, per_col):
-    """One row of _convert_fast. Called with a constant ``per_col``, so that after inlining each copy is one loop
-    without branches (a runtime choice inside the loop keeps LLVM from vectorising it)."""
+    """One row of _convert_fast (and of M_HALF's _convert). Called with a constant ``per_col``, so that after
+    inlining each copy is one loop without branches (a runtime choice inside the loop keeps LLVM from vectorising
+    it)."""
     if not FP4:
         for j in range(ncols):
-            yr[j] = _rint_code(bf16_to_f32(xr[j]) * (recips[j] if per_col else rc))
+            yr[j] = _rint_code(_widen(xr[j]) * (recips[j] if per_col else rc))
     else:
         for j in range(ncols // 2):
-            lo = _rint_code(bf16_to_f32(xr[2 * j]) * (recips[2 * j] if per_col else rc))
-            hi = _rint_code(bf16_to_f32(xr[2 * j + 1]) * (recips[2 * j + 1] if per_col else rc))
+            lo = _rint_code(_widen(xr[2 * j]) * (recips[2 * j] if per_col else rc))
+            hi = _rint_code(_widen(xr[2 * j + 1]) * (recips[2 * j + 1] if per_col else rc))
             yr[j] = np.uint8(lo | (hi << 4))
 
 
@@ -436,10 +451,14 @@ def _convert(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride, 
     """Rows [r0, r1) x ncols columns of x -> codes (FP4: packed pairs, ncols even); y row r at ys[yb + r * ystride].
 
     A block's reciprocal is at index r * rrs + j * rcs: (0, 1) for column blocks, (1, 0) for runs laid out as rows.
-    M_FAST takes _convert_fast (the arithmetic of _enc_one, vectorised; tests prove them equal); the other paths run
-    every element through _enc_one (the kernel's multiply, then the codec)."""
+    M_FAST takes _convert_fast and M_HALF its FP32 loops (the arithmetic of _enc_one, vectorised; tests prove them
+    equal); the other paths run every element through _enc_one (the kernel's multiply, then the codec)."""
     if FAST:
         _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride)
+        return
+    if HALF:
+        # FP16 inputs: exact in FP32, and never the BF16 multiply, so _enc_one's product is the FP32 one here too
+        _fp32_rows(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystride)
         return
     xk, rmode = p[P_XK], p[P_RMODE]
     ftz, sz, hf = p[P_FTZ] != 0, p[P_SIGNED_ZERO] != 0, p[P_HIGH_FIRST]
@@ -470,11 +489,38 @@ def _fast_scales(p):
 # ---------------------------------------------------------------------------------------------------------------
 
 @njit(**_FN)
+def _half_keys(alg, nan_ignore):
+    """Whether an M_HALF copy forms the block statistics from the maximum of |x|'s 16 bits (_half_stats): the OCP
+    rule, and RCEIL when NaN counts. Both keys (_stat_key) are non-decreasing in those bits (OCP: the exponent of
+    |x| truncated to BF16, 255 for Inf and NaN; RCEIL: the bits themselves), so the key of the maximum is the
+    maximum of the keys. The dynamic-range key rounds to BF16, so it stays per element."""
+    return alg == ALG_OCP or (alg != ALG_RANGE and not nan_ignore)
+
+
+@njit(**_FN)
+def _half_stats(xs, xb, xstride, r0, r1, ncols, stat, stat16, ocp):
+    """_stats for FP16 inputs where _half_keys holds: the column maxima of |x|'s bits in uint16 lanes (the loops
+    vectorise), then one key per column."""
+    for j in range(ncols):
+        stat16[j] = 0
+    for r in range(r0, r1):
+        xr = xs[xb + r * xstride:xb + r * xstride + ncols]
+        for j in range(ncols):
+            stat16[j] = max(np.uint16(xr[j] & np.uint16(0x7FFF)), stat16[j])
+    for j in range(ncols):
+        stat[j] = _f16_bf16_exponent(np.int64(stat16[j])) if ocp else np.int64(stat16[j])
+
+
+@njit(**_FN)
 def _column_blocks(xs, xb, xstride, r0, r1, ncols, ys, yb, ystride, ss, sb, slot, scr, scr16, recips, p,
                    r32, mlb32):
     """Rows [r0, r1) of a tile, ``ncols`` columns: one block per column. Scale code of column j goes to
     ss[sb + 2 * j + slot]; y row r starts at ys[yb + r * ystride] (packed bytes for FP4)."""
-    _stats(xs, xb, xstride, r0, r1, ncols, scr, scr16, p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0)
+    if HALF and _half_keys(p[P_ALG], p[P_NAN_IGNORE] != 0):
+        _half_stats(xs, xb, xstride, r0, r1, ncols, scr, scr16, p[P_ALG] == ALG_OCP)
+    else:
+        _stats(xs, xb, xstride, r0, r1, ncols, scr, scr16, p[P_XK], p[P_ALG], p[P_DYN] != 0,
+               p[P_NAN_IGNORE] != 0)
     if OCP_SCALES == 1 and _fast_scales(p):
         _ocp_scales(scr, ncols, EMAX_OF[DST], p[P_LEGACY] != 0, recips, ss, sb + slot, np.int64(2))
     else:
@@ -504,6 +550,12 @@ def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, todo, 
             for i in range(n):
                 m16 = max(np.uint16(xr[i] & mask), m16)
             m = np.int64(m16) >> 7 if alg == ALG_OCP else np.int64(m16)
+        elif HALF and _half_keys(alg, ni):
+            m16 = np.uint16(0)
+            xr = xs[row:row + n]
+            for i in range(n):
+                m16 = max(np.uint16(xr[i] & np.uint16(0x7FFF)), m16)
+            m = _f16_bf16_exponent(np.int64(m16)) if alg == ALG_OCP else np.int64(m16)
         else:
             for i in range(n):
                 m = max(m, _stat_key(_load(xs, row + i, xk), xk, alg, dyn, ni))

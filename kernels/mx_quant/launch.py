@@ -25,9 +25,12 @@ from npu_emu.kernels.mx_quant.common import (
     P_SIGNED_ZERO,
     P_XK,
     X_BF16,
+    X_F16,
     _tile_table,
 )
-from npu_emu.kernels.mx_quant.kernel import RUN_CHUNK, M_ELEMENT, M_FAITHFUL, M_FAST, W_ANY, W_COLS, W_ROWS, W_ROWS32
+from npu_emu.kernels.mx_quant.kernel import (
+    RUN_CHUNK, M_ELEMENT, M_FAITHFUL, M_FAST, M_HALF, W_ANY, W_COLS, W_ROWS, W_ROWS32,
+)
 from npu_emu.kernels.mx_quant.tiling import dynamic_ub_bytes, grouped_ub_bytes, unit_ranges
 from npu_emu.device.launch import checked_access, launch
 from npu_emu.device.read_only import read_only
@@ -40,19 +43,24 @@ from npu_emu.device.validate import MAX_BLOCK_DIM, MAX_TILES, AccessPattern
 # ---------------------------------------------------------------------------------------------------------------
 
 def mode_of(p):
-    """The M_* path of a switch vector (make_params): M_FAST for BF16 inputs with RINT and no switches."""
+    """The M_* path of a switch vector (make_params): with RINT and no switches, M_FAST for BF16 inputs and M_HALF
+    for FP16 ones."""
     if p[P_FAITHFUL]:
         return M_FAITHFUL
-    fast = (p[P_XK] == X_BF16 and p[P_FTZ] == 0 and p[P_SIGNED_ZERO] != 0 and p[P_HIGH_FIRST] == 0
-            and (p[P_DST] < D_E2M1 or p[P_RMODE] == CAST_RINT))
-    return M_FAST if fast else M_ELEMENT
+    plain = (p[P_FTZ] == 0 and p[P_SIGNED_ZERO] != 0 and p[P_HIGH_FIRST] == 0
+             and (p[P_DST] < D_E2M1 or p[P_RMODE] == CAST_RINT))
+    if plain and p[P_XK] == X_BF16:
+        return M_FAST
+    if plain and p[P_XK] == X_F16:
+        return M_HALF
+    return M_ELEMENT
 
 
 def device(dst, mode, walk=W_ANY, *, ocp=True, bs32=False):
     """This module specialised for output kind ``dst`` (D_*), path ``mode`` (M_*) and DynamicMxQuant walk ``walk``
     (W_*): its kernels compile only that format's, that path's and that walk's code. ``ocp=False``: no call uses
     the OCP scale algorithm; ``bs32``: every block is 32 elements long (kernel.BS32_ONLY, kernel.OCP_SCALES)."""
-    if (dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (M_FAST, M_ELEMENT, M_FAITHFUL)
+    if (dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (M_FAST, M_ELEMENT, M_FAITHFUL, M_HALF)
             or walk not in (W_ANY, W_ROWS, W_COLS, W_ROWS32)):
         raise ValueError(f"no MX kernel for dst={dst!r}, mode={mode!r}, walk={walk!r}")
     extra = {}
