@@ -86,9 +86,9 @@ YCHUNK = LANES // 2 if FP4 else LANES          # y bytes of one 32-element chunk
 
 
 def device(dst, mode, fused=False, ocp=True):
-    """This module specialised for output kind ``dst`` (D_*), path ``mode`` (mx_quant's M_FAST / M_HALF / M_ELEMENT) and
-    ``fused`` (the one-pass OCP walk of M_FAST, :func:`_fused_slice`; only its code compiles); ``ocp=False``: no
-    call of this copy uses the OCP scale algorithm."""
+    """This module specialised for output kind ``dst`` (D_*), path ``mode`` (mx_quant's M_FAST / M_HALF /
+    M_ELEMENT) and ``fused`` (the one-pass OCP walk of M_FAST, :func:`_fused_slice`; only its code compiles);
+    ``ocp=False``: no call of this copy uses the OCP scale algorithm."""
     if dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (mx_kernel.M_FAST, mx_kernel.M_HALF,
                                                                      mx_kernel.M_ELEMENT, mx_kernel.M_FAITHFUL):
         raise ValueError(f"no dual-axis MX kernel for dst={dst!r}, mode={mode!r}")
