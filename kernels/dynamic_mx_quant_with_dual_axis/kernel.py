@@ -68,7 +68,7 @@ FP4 = DST is not None and DST >= D_E2M1
 # GroupedDynamicMxQuant compiles); the per-axis walks need both walks' helpers
 # (blocks are always BLOCK long: the tiling's blockSize is checked against it before a launch; the fused walk's
 # column copy is GroupedDynamicMxQuant's, whose calls compile it once for both ops)
-_MX = (mx_launch.device(DST, MODE, mx_kernel.W_COLS if FUSED else mx_kernel.W_ANY, ocp=OCP, bs32=not FUSED)
+_MX = (mx_launch.device(DST, MODE, mx_kernel.W_COLS if FUSED else mx_kernel.W_ANY, ocp=OCP, no16=not FUSED)
        if DST is not None else None)
 _column_blocks = _MX._column_blocks if _MX is not None else None
 _row_blocks = _MX._row_blocks if _MX is not None else None

@@ -162,12 +162,16 @@ WALK = const("WALK", W_ANY)
 # prunes a branch on a comparison of such constants before it types the branch
 ROWS_ONLY = int(WALK == W_ROWS or WALK == W_ROWS32)
 COLS_ONLY = int(WALK == W_COLS)
-# BS32: 1 in a copy whose runs are all of 32-element blocks whatever its walk (the dual-axis kernel's); OCP: 0 in a
-# copy no call of which uses the OCP scale algorithm (the dual-axis kernel's scale_alg 1 / 2 copy): its 16-bit pass
-# compiles neither the run-time block length's copy nor the OCP scales formed inside it (a cold dual-axis call
-# with scale_alg 1 compiled four copies of _run_blocks' loops for the one it runs)
-BS32_ONLY = int(WALK == W_ROWS32 or const("BS32", 0) == 1)
+# 1 in a copy whose runs are all of 32-element blocks: its 16-bit pass compiles no copy for a run-time block length
+BS32_ONLY = int(WALK == W_ROWS32)
+# OCP: 0 in a copy no call of which uses the OCP scale algorithm (the dual-axis kernel's scale_alg 1 / 2 copy): it
+# compiles no OCP scale loop. NO16: 1 in a copy that converts through the FP32 loops alone, never the 16-bit forms
+# (_pow2_rows, _convert_run): the dual-axis kernel's per-axis walk, which only its scale_alg 1 / 2 calls take
+# (scale_alg 0, MindSpeed's, takes the fused walk). Those forms for both block shapes were a third of such a call's
+# first-call compile (E4M3 scale_alg 1: 15.3 -> 10.6 s, FP4 scale_alg 2: 17.2 -> 12.2 s, one fresh process, empty
+# cache, 2026-12-06), for 1.5-1.6x the time at [8192, 7168] (E4M3 37-58 -> 58-84 ms, FP4 34 -> 53-56 ms)
 OCP_SCALES = int(const("OCP", 1))
+NO16 = int(const("NO16", 0))
 FP4 = DST is not None and DST >= D_E2M1
 FAST = MODE == M_FAST
 FAITHFUL = MODE == M_FAITHFUL
@@ -346,8 +350,8 @@ def _convert_fast(xs, xb, xstride, r0, r1, ncols, recips, rrs, rcs, ys, yb, ystr
     twice the lanes of the FP32 loops); the few columns whose reciprocal is not (zero, Inf/NaN and extreme blocks)
     are converted again through the FP32 loops. When more than an eighth of the columns are such, the whole call
     takes the FP32 loops. A copy for the last axis (ROWS_ONLY) has no column blocks: it compiles no 16-bit column
-    loops."""
-    if ROWS_ONLY == 0 and rcs == 1:
+    loops; a NO16 copy takes the FP32 loops for every call."""
+    if NO16 == 0 and ROWS_ONLY == 0 and rcs == 1:
         dcol = np.empty(ncols, np.int16)
         bad = _pow2_shifts(recips, ncols, dcol)
         if 8 * bad <= ncols:
@@ -536,7 +540,7 @@ def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, todo, 
     ss[sb + b] followed by ``pad`` 0x00 pad slots; y from ys[yb] (FP4: packed; bs and last even). ``todo``: scratch
     of one byte per block for M_FAST's _convert_run (empty: the per-block _convert)."""
     xk, alg, dyn, ni = p[P_XK], p[P_ALG], p[P_DYN] != 0, p[P_NAN_IGNORE] != 0
-    fast = FAST and todo.size >= nblk and bs % RUN_CHUNK == 0
+    fast = FAST and NO16 == 0 and todo.size >= nblk and bs % RUN_CHUNK == 0
     # fused: the OCP scales are formed block by block inside the 16-bit pass (_run_blocks), which then reads x once
     fused = fast and _fast_scales(p)
     for b in range(nblk if not fused else 0):
@@ -569,7 +573,7 @@ def _row_blocks(xs, xb, nblk, bs, last, pad, ys, yb, ss, sb, scr, recips, todo, 
     for b in range(nblk, nblk + pad):
         ss[sb + b] = np.uint8(0)
     ybs = bs // 2 if FP4 else bs
-    if FAST:
+    if FAST and NO16 == 0:
         if fast:
             _convert_run(xs, xb, nblk, bs, last, recips, ys, yb, todo, fused, ss, sb, np.int64(EMAX_OF[DST]),
                          p[P_LEGACY] != 0)

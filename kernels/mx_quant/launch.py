@@ -56,18 +56,19 @@ def mode_of(p):
     return M_ELEMENT
 
 
-def device(dst, mode, walk=W_ANY, *, ocp=True, bs32=False):
+def device(dst, mode, walk=W_ANY, *, ocp=True, no16=False):
     """This module specialised for output kind ``dst`` (D_*), path ``mode`` (M_*) and DynamicMxQuant walk ``walk``
     (W_*): its kernels compile only that format's, that path's and that walk's code. ``ocp=False``: no call uses
-    the OCP scale algorithm; ``bs32``: every block is 32 elements long (kernel.BS32_ONLY, kernel.OCP_SCALES)."""
+    the OCP scale algorithm; ``no16``: the FP32 loops alone, never the 16-bit forms (kernel.OCP_SCALES,
+    kernel.NO16)."""
     if (dst not in (D_E4M3, D_E5M2, D_E2M1, D_E1M2) or mode not in (M_FAST, M_ELEMENT, M_FAITHFUL, M_HALF)
             or walk not in (W_ANY, W_ROWS, W_COLS, W_ROWS32)):
         raise ValueError(f"no MX kernel for dst={dst!r}, mode={mode!r}, walk={walk!r}")
     extra = {}
     if not ocp:
         extra["OCP"] = 0
-    if bs32 and walk != W_ROWS32:
-        extra["BS32"] = 1
+    if no16:
+        extra["NO16"] = 1
     return load(kernel.__name__, DST=int(dst), MODE=int(mode), WALK=int(walk), **extra)
 
 

@@ -128,14 +128,16 @@ def test_dual_fused_call_shares_the_column_copy(tmp_path):
     assert in_copy(compiled, mx_copy) == {"_fp32_rows"}
 
 
-def test_dual_scale_alg_call_compiles_no_ocp_scales(tmp_path):
-    # scale_alg 1 never forms OCP scales: the per-axis walk's mx_quant copy is the one without them (OCP=0), for
-    # 32-element blocks only (BS32=1), and the OCP scale loop holds no signature
+def test_dual_scale_alg_call_compiles_no_ocp_scales_and_no_16_bit_forms(tmp_path):
+    # scale_alg 1 never forms OCP scales and takes the per-axis walk: its mx_quant copy is the one without OCP scales
+    # (OCP=0) and with the FP32 loops alone (NO16=1); neither the OCP scale loop nor a 16-bit form holds a signature
     compiled, copies = probe(BF16_X + "ops.npu_dynamic_mx_quant_with_dual_axis(x, dst_type=24, scale_alg=1)",
                              tmp_path)
-    mx_copy = f"{MX}[BS32=1,DST=0,MODE=0,OCP=0,WALK=0]"
+    mx_copy = f"{MX}[DST=0,MODE=0,NO16=1,OCP=0,WALK=0]"
     assert full_copies(copies, MX) == [mx_copy]
-    assert {"_row_blocks", "_column_blocks", "_run_pass"} <= in_copy(compiled, mx_copy)
+    mine = in_copy(compiled, mx_copy)
+    assert {"_row_blocks", "_column_blocks", "_fp32_rows"} <= mine
+    assert not mine & {"_run_pass", "_convert_run", "_pow2_rows", "_pow2_shifts", "_pow2_redo"}
     assert "npu_emu.kernels.mx_quant.common:_ocp_scales" not in compiled
 
 
