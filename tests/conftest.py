@@ -1,8 +1,28 @@
 """Suite-wide pytest settings."""
 
+import importlib.util
 import os
+import pathlib
+import sys
 
 import pytest
+
+# modules of shared test inputs and references that the test files of one folder import by name: with
+# --import-mode=importlib a test module cannot import its siblings, so pytest_configure registers them before
+# collection (after OMP_WAIT_POLICY: they import the kernels)
+_SHARED = ("kernels/dynamic_mx_quant_with_dual_axis/dual_cases.py", "kernels/mx_quant/mx_refs.py")
+
+
+def _register_shared():
+    here = pathlib.Path(__file__).resolve().parent
+    for rel in _SHARED:
+        path = here / rel
+        if path.stem in sys.modules or not path.exists():
+            continue
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[path.stem] = module
+        spec.loader.exec_module(module)
 
 
 def pytest_configure(config):
@@ -12,6 +32,9 @@ def pytest_configure(config):
     # box, 2026-12-05: 211.8 / 211.4 s by default, 201.4 s passive. Runs in the controller before the workers
     # start (they inherit it) and before any OpenMP runtime is loaded; an OMP_WAIT_POLICY you set wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # the controller of an xdist run collects nothing itself: only the processes that import test modules need them
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        _register_shared()
 
 
 def pytest_xdist_auto_num_workers(config):

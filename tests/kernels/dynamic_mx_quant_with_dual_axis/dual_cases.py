@@ -1,5 +1,5 @@
-"""Inputs shared by the DynamicMxQuantWithDualAxis tests (imported as a plain module: pytest puts this folder on
-sys.path)."""
+"""Inputs shared by the DynamicMxQuantWithDualAxis tests (the module ``dual_cases``, registered by
+tests/conftest.py)."""
 
 import ml_dtypes
 import numpy as np

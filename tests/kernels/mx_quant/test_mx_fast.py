@@ -23,14 +23,9 @@ import numpy as np
 import pytest
 from numba import njit
 
+from mx_refs import DSTS, RECIPS, RECIPS_F32, reference, sweep_layout
 from npu_emu.dtypes.scalar import CAST_RINT
 from npu_emu.kernels.mx_quant import api, kernel as K, launch as L
-
-# BF16 bits of every reciprocal _scale returns: 2^(127 - code) for codes 0..253 (code 0 gives 2^127: legacy tiny
-# blocks, RCEIL code 0), 2^-127 for code 254, NaN for code 255, and 0 for flushed blocks
-RECIPS = np.array([0x7F00 - (c << 7) for c in range(254)] + [0x0040, 0x7F81, 0x0000], np.uint16)
-RECIPS_F32 = (RECIPS.astype(np.uint32) << 16).view(np.float32)
-DSTS = (K.D_E4M3, K.D_E5M2, K.D_E2M1, K.D_E1M2)
 
 
 def _fast(dst):
@@ -43,29 +38,9 @@ def _enc_one(dst):
     return L.device(dst, K.M_ELEMENT)._enc_one
 
 
-_REFERENCES = {}
-
-
 def _reference(xs, recips, rrs, rcs, rows, cols, dst, bf16_mul, ys):
     """_convert's per-element branch for BF16 input, RINT, no switches (low nibble first)."""
-    if dst not in _REFERENCES:
-        enc = _enc_one(dst)
-        fp4 = dst >= K.D_E2M1
-
-        @njit(error_model="numpy")
-        def ref(xs, recips, rrs, rcs, rows, cols, bf16_mul, ys):
-            for r in range(rows):
-                for j in range(cols):
-                    c = enc(np.int64(xs[r * cols + j]), K.X_BF16, recips[r * rrs + j * rcs], CAST_RINT, False,
-                            bf16_mul, True)
-                    if fp4:
-                        k = (r * cols + j) // 2
-                        ys[k] = c if j % 2 == 0 else ys[k] | (c << 4)
-                    else:
-                        ys[r * cols + j] = c
-
-        _REFERENCES[dst] = ref
-    _REFERENCES[dst](xs, recips, rrs, rcs, rows, cols, bf16_mul, ys)
+    reference(xs, recips, rrs, rcs, rows, cols, dst, K.X_BF16, bf16_mul, ys)
 
 
 def _run(xs, nblk, bs, last, recips, ys, todo, dst):
@@ -84,13 +59,7 @@ def _sweep(dst, bf16_mul, per_col, offsets, recip_set=RECIPS_F32):
     """Every BF16 pattern, laid out as 256 columns x 256 rows (column blocks: _convert_fast) or 2048 blocks of 32
     (row blocks: _convert_fast's per-row loops, and _convert_run with the 2048 blocks as one run), against
     recip_set rotated by each offset, so that each pattern meets recip_set[offset + its column (block)]."""
-    xs = np.arange(1 << 16, dtype=np.uint16)
-    cols = 256 if per_col else 32
-    rows = xs.size // cols
-    fp4 = dst >= K.D_E2M1
-    ystride = cols // 2 if fp4 else cols
-    fast = np.empty(xs.size // 2 if fp4 else xs.size, np.uint8)
-    ref = np.empty_like(fast)
+    xs, rows, cols, ystride, fast, ref = sweep_layout(dst, per_col)
     todo = np.empty(rows, np.int8)
     lanes = cols if per_col else rows
     for k in offsets:

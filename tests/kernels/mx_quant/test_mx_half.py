@@ -7,15 +7,10 @@ independent golden checks FP16 on every layout and scale rule in test_mx_propert
 
 import numpy as np
 import pytest
-from numba import njit
 
-from npu_emu.dtypes.scalar import CAST_RINT
+from mx_refs import DSTS, RECIPS_F32, reference, sweep_layout
 from npu_emu.kernels.mx_quant import api, common as C, kernel as K, launch as L
 
-# FP32 bits of every reciprocal _scale returns (test_mx_fast.py): 2^(127 - code) for codes 0..253, 2^-127, NaN, 0
-RECIPS_F32 = (np.array([0x7F00 - (c << 7) for c in range(254)] + [0x0040, 0x7F81, 0x0000], np.uint32)
-              << 16).view(np.float32)
-DSTS = (K.D_E4M3, K.D_E5M2, K.D_E2M1, K.D_E1M2)
 Y_DTYPE = {K.D_E4M3: "float8_e4m3fn", K.D_E5M2: "float8_e5m2", K.D_E2M1: "float4_e2m1", K.D_E1M2: "float4_e1m2"}
 
 
@@ -38,50 +33,19 @@ def test_plain_fp16_calls_take_m_half():
         assert L.mode_of(_params(K.D_E4M3, **kw)) == K.M_ELEMENT, kw
 
 
-_REFERENCES = {}
-
-
-def _reference(xs, recips, rrs, rcs, rows, cols, dst, ys):
-    """_convert's per-element branch for FP16 input, RINT, no switches (low nibble first)."""
-    if dst not in _REFERENCES:
-        enc = L.device(dst, K.M_ELEMENT)._enc_one
-        fp4 = dst >= K.D_E2M1
-
-        @njit(error_model="numpy")
-        def ref(xs, recips, rrs, rcs, rows, cols, ys):
-            for r in range(rows):
-                for j in range(cols):
-                    c = enc(np.int64(xs[r * cols + j]), K.X_F16, recips[r * rrs + j * rcs], CAST_RINT, False, False,
-                            True)
-                    if fp4:
-                        k = (r * cols + j) // 2
-                        ys[k] = c if j % 2 == 0 else ys[k] | (c << 4)
-                    else:
-                        ys[r * cols + j] = c
-
-        _REFERENCES[dst] = ref
-    _REFERENCES[dst](xs, recips, rrs, rcs, rows, cols, ys)
-
-
 @pytest.mark.parametrize("dst", DSTS)
 @pytest.mark.parametrize("per_col", [True, False])
 def test_half_loops_equal_faithful(dst, per_col):
     """Every FP16 pattern through the M_HALF copy's _convert, laid out as 256 column blocks x 256 rows or 2048 runs
     of one 32-element block, against the reciprocals rotated by 8 offsets: each pattern meets 8 of the 257, and
     every reciprocal (2^127 .. 2^-127, NaN, 0) meets 256 x 8 patterns of all exponents."""
-    xs = np.arange(1 << 16, dtype=np.uint16)
-    cols = 256 if per_col else 32
-    rows = xs.size // cols
-    fp4 = dst >= K.D_E2M1
-    ystride = cols // 2 if fp4 else cols
-    got = np.empty(xs.size // 2 if fp4 else xs.size, np.uint8)
-    ref = np.empty_like(got)
+    xs, rows, cols, ystride, got, ref = sweep_layout(dst, per_col)
     rrs, rcs = (0, 1) if per_col else (1, 0)
     p = _params(dst)
     half = L.device(dst, K.M_HALF, L.W_COLS if per_col else L.W_ROWS32)
     for k in (0, 61, 122, 183, 253, 254, 255, 256):
         recips = RECIPS_F32[(k + np.arange(cols if per_col else rows)) % RECIPS_F32.size]
-        _reference(xs, recips, rrs, rcs, rows, cols, dst, ref)
+        reference(xs, recips, rrs, rcs, rows, cols, dst, K.X_F16, False, ref)
         got[:] = 0xEE
         half._convert(xs, 0, cols, 0, rows, cols, recips, rrs, rcs, got, 0, ystride, p)
         bad = np.flatnonzero(got != ref)
@@ -133,19 +97,19 @@ def _same(a, b):
 @pytest.mark.parametrize("dst", [23, 24, 296, 297])
 def test_half_equals_faithful_end_to_end(dst):
     """Both ops on FP16 data with every special (zeros, subnormals, Inf, NaN, rows beyond FP16's range and tiny
-    ones), M_HALF against faithful=True: the grouped op's slab walk and its tiles (a core count the slab walk does
-    not take), DynamicMxQuant along the last axis (runs of 32 and of 64-element blocks) and along others (column
-    blocks, and a middle axis of a 3-d input), with the OCP scales and (FP8) RCEIL."""
+    ones), M_HALF against faithful=True: the grouped op (its slab walk), DynamicMxQuant along the last axis (runs of
+    32-element blocks) and along others (column blocks: the first axis, and a middle axis of a 3-d input), with the
+    OCP scales and (FP8) RCEIL. Runs of 64-element blocks (the last-axis walk for any block length, a copy of its
+    own) for one FP8 and one FP4 format: the walk does not depend on the format, and the sweeps above prove each
+    format's loops."""
     rng = np.random.default_rng(dst)
     x = _specials(rng, (200, 192))
     gi = np.array([0, 33, 97, 97, 160, 200], np.int32)
-    algs = (0, 1) if dst in (23, 24) else (0,)
-    for alg in algs:
-        for kw in ({}, {"core_num": 3}):
-            a = api.npu_grouped_dynamic_mx_quant(x, gi, dst_type=dst, scale_alg=alg, **kw)
-            b = api.npu_grouped_dynamic_mx_quant(x, gi, dst_type=dst, scale_alg=alg, faithful=True, **kw)
-            assert _same(a, b), (alg, kw)
-        for axis, bs in ((-1, 32), (-1, 64), (0, 32)):
+    for alg in (0, 1) if dst in (23, 24) else (0,):
+        a = api.npu_grouped_dynamic_mx_quant(x, gi, dst_type=dst, scale_alg=alg)
+        b = api.npu_grouped_dynamic_mx_quant(x, gi, dst_type=dst, scale_alg=alg, faithful=True)
+        assert _same(a, b), alg
+        for axis, bs in ((-1, 32), (0, 32)) + (((-1, 64),) if dst in (23, 296) else ()):
             a = api.npu_dynamic_mx_quant(x, axis=axis, dst_type=dst, block_size=bs, scale_alg=alg)
             b = api.npu_dynamic_mx_quant(x, axis=axis, dst_type=dst, block_size=bs, scale_alg=alg, faithful=True)
             assert _same(a, b), (alg, axis, bs)
@@ -153,4 +117,3 @@ def test_half_equals_faithful_end_to_end(dst):
     a = api.npu_dynamic_mx_quant(x3, axis=1, dst_type=dst)
     b = api.npu_dynamic_mx_quant(x3, axis=1, dst_type=dst, faithful=True)
     assert _same(a, b)
-
