@@ -55,9 +55,10 @@ def test_half_loops_equal_faithful(dst, per_col):
 
 @pytest.mark.parametrize("alg", [C.ALG_OCP, C.ALG_RCEIL, C.ALG_RCEIL_NOSUB])
 def test_half_statistics_equal_the_per_element_keys(alg):
-    """The column maxima of every FP16 pattern (256 columns x 256 rows, each column holding patterns of every
-    exponent and both signs, one column all NaN payloads) from |x|'s 16 bits equal common._stats' maxima of the
-    per-element keys; the row-block loop of _row_blocks equals them block by block."""
+    """The column maxima of every FP16 pattern from |x|'s 16 bits equal common._stats' maxima of the per-element
+    keys: 256 columns x 256 rows, column j holding the 256 patterns whose high byte is j (zeros and subnormals,
+    each exponent, Inf and NaN payloads, both signs: a different maximum per column); the row-block loop of
+    _row_blocks equals them block by block."""
     xs = np.arange(1 << 16, dtype=np.uint16).reshape(256, 256).T.copy().reshape(-1)
     half = L.device(K.D_E4M3, K.M_HALF, L.W_COLS)
     assert half._half_keys(alg, False)
@@ -77,6 +78,7 @@ def test_half_statistics_equal_the_per_element_keys(alg):
     # the dynamic-range key rounds to BF16, and RCEIL with "ignore" drops NaN: both stay per element
     assert not half._half_keys(C.ALG_RANGE, False) and not half._half_keys(C.ALG_RANGE, True)
     assert half._half_keys(alg, True) == (alg == C.ALG_OCP)
+
 
 def _specials(rng, shape):
     with np.errstate(over="ignore"):                  # rows scaled past FP16's range become Inf on purpose
