@@ -53,6 +53,12 @@ from npu_emu.device import shipped_kernels  # noqa: E402
 
 shipped_kernels.install()
 
+# ... and to compile npu_emu's own functions without the C-callable wrapper they never use, and cache them without
+# the annotated source text (npu_emu/device/lean_compile.py)
+from npu_emu.device import lean_compile  # noqa: E402
+
+lean_compile.install()
+
 # --------------------------------------------------------------------------------------------------------------
 # Small work on the calling thread (docs/device/launch.md, "Host GEMMs and thread pools")
 # --------------------------------------------------------------------------------------------------------------
