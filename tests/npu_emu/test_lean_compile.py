@@ -1,5 +1,6 @@
 """npu_emu/device/lean_compile.py: npu-emu's functions compile without the cfunc wrapper and cache without the
-annotated source; a user's functions keep both.
+annotated source, and those compiled for jitted callers without the Python wrapper until Python calls them; a
+user's functions keep all three.
 
 The same function is compiled as if defined in a module of the npu_emu package and in a look-alike user module,
 with the hook in place and without it. The wrapper is looked up by name in the function's library; the cache
@@ -7,6 +8,10 @@ entry's annotation is what numba's reduction of the compile result would pickle.
 """
 
 import importlib
+import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 from numba import njit
@@ -72,3 +77,85 @@ def test_is_own():
     assert lean_compile.is_own("npu_emu") and lean_compile.is_own("npu_emu.kernels.mx_quant.kernel[DST=0,MODE=1]")
     assert not lean_compile.is_own("npu_emu_user.kernels") and not lean_compile.is_own(None)
     assert not lean_compile.is_own("tests.npu_emu.test_lean_compile")
+
+
+_PAIR = """
+def g(x, s):
+    return np.float32(x * s + np.float32(0.25))
+
+def f(x, s):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = g(x[i], s)
+    return out
+"""
+
+
+def _pair(modname):
+    ns = {"__name__": modname, "np": np}
+    exec(compile(_PAIR, "<probe>", "exec"), ns)
+    ns["g"] = njit(ns["g"])
+    ns["f"] = njit(ns["f"])
+    return ns["f"], ns["g"]
+
+
+def test_a_callee_has_no_python_wrapper_until_python_calls_it():
+    x = np.linspace(-5, 5, 37).astype(np.float32)
+    s = np.float32(1.5)
+    want = (x * s + np.float32(0.25)).astype(np.float32)
+    for modname in ("npu_emu.kernels._lean_pair", "npu_emu_user.lean_pair"):
+        f, g = _pair(modname)
+        assert f(x, s).view(np.uint32).tobytes() == want.view(np.uint32).tobytes()
+        (gres,) = g.overloads.values()
+        own = modname.startswith("npu_emu.")
+        assert lean_compile.python_callable(gres) == (not own), modname
+        assert lean_compile.python_callable(f.overloads[f.signatures[0]])
+        # the Python call compiles g again, with its wrapper, in place of the callers-only one
+        got = np.array([g(v, s) for v in x], np.float32)
+        assert got.view(np.uint32).tobytes() == want.view(np.uint32).tobytes(), modname
+        (gres2,) = g.overloads.values()
+        assert lean_compile.python_callable(gres2)
+        assert (gres2 is not gres) == own
+        # the caller compiled against the first g still runs
+        assert f(x, s).view(np.uint32).tobytes() == want.view(np.uint32).tobytes()
+
+
+_CACHED = textwrap.dedent("""
+    import importlib.util, sys
+    import numpy as np
+    import npu_emu.device.jit_options                      # installs the hooks, as every kernel module does
+    from npu_emu.device import lean_compile
+    spec = importlib.util.spec_from_file_location("npu_emu.kernels._lean_cached", sys.argv[1])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    x = np.linspace(-5, 5, 37).astype(np.float32)
+    s = np.float32(1.5)
+    if sys.argv[2] == "caller":
+        y = mod.f(x, s)
+    else:
+        y = np.array([mod.g(v, s) for v in x], np.float32)
+    gres = list(mod.g.overloads.values())
+    print(y.view(np.uint32).sum(dtype=np.uint64), [lean_compile.python_callable(c) for c in gres],
+          sum(mod.g.stats.cache_misses.values()), sum(mod.g.stats.cache_hits.values()))
+""")
+
+
+def test_a_cached_callee_gets_its_wrapper_when_a_later_process_calls_it(tmp_path):
+    src = tmp_path / "lean_cached.py"
+    src.write_text("import numpy as np\nfrom numba import njit\n" + _PAIR.replace("def ", "@njit(cache=True)\ndef "))
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), NPU_EMU_SHIPPED_KERNELS="0")
+
+    def run(how):
+        out = subprocess.run([sys.executable, "-c", _CACHED, str(src), how], env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        bits, callable_, misses, hits = out.stdout.split()
+        return int(bits), callable_, int(misses), int(hits)
+
+    x = np.linspace(-5, 5, 37).astype(np.float32)
+    want = int((x * np.float32(1.5) + np.float32(0.25)).astype(np.float32).view(np.uint32).sum(dtype=np.uint64))
+    assert run("caller") == (want, "[False]", 1, 0)     # g compiled for f only, and cached so
+    assert run("python") == (want, "[True]", 1, 1)      # loaded, found without its wrapper, compiled again with it
+    assert run("python") == (want, "[True]", 0, 1)      # ... and that one replaced the cache entry
+    assert run("caller") == (want, "[]", 0, 0)          # f from the cache, g's code inside it
