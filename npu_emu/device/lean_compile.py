@@ -50,14 +50,13 @@ class _Note:
         return NOTE
 
 
-# set (per thread) while numba compiles a function because jitted code calls it
-_callee = threading.local()
+# per thread: how many calls numba is typing, each of which may compile the function called
+_typing = threading.local()
 
 
-def _for_callers(value=None):
-    if value is None:
-        return getattr(_callee, "depth", 0) > 0
-    _callee.depth = getattr(_callee, "depth", 0) + (1 if value else -1)
+def _for_callers():
+    """Whether this thread compiles a function because jitted code calls it."""
+    return getattr(_typing, "depth", 0) > 0
 
 
 def python_callable(cres):
@@ -80,13 +79,11 @@ class _NoLoad:
 
 
 def install():
-    """Compile npu_emu's functions without the cfunc wrapper and cache them without the annotated source;
-    idempotent. Returns True when in place."""
+    """Compile npu_emu's functions without the cfunc wrapper, and without the Python wrapper when jitted code calls
+    them, and cache them without the annotated source; idempotent. Returns True when in place."""
     if not ENABLED:
         return False
-    from numba.core import compiler, dispatcher
-
-    from numba.core import sigutils
+    from numba.core import compiler, dispatcher, sigutils
     from numba.core.compiler_lock import global_compiler_lock
 
     def own_flags(customize):
@@ -101,11 +98,11 @@ def install():
 
     def typing_a_call(get_call_template):
         def get_call_template_own(self, args, kws):
-            _for_callers(True)
+            _typing.depth = getattr(_typing, "depth", 0) + 1
             try:
                 return get_call_template(self, args, kws)
             finally:
-                _for_callers(False)
+                _typing.depth -= 1
         return get_call_template_own
 
     def callers_only(add_overload):
@@ -121,6 +118,7 @@ def install():
             entry = compile_(self, sig)
             if _for_callers():
                 return entry
+            # called from Python (or asked for by name): a callers-only function gets its wrapper now
             with global_compiler_lock:
                 key = tuple(sigutils.normalize_signature(sig)[0])
                 cres = self.overloads.get(key)
