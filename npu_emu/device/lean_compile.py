@@ -1,4 +1,4 @@
-"""Three things numba makes for the functions it compiles that npu-emu's own functions never use: a compile-time
+"""Four things numba makes for the functions it compiles that npu-emu's own functions never use: a compile-time
 saving, and smaller cache entries.
 
 * **The C-callable wrapper.** Besides the function and its Python wrapper, numba lowers a ``cfunc`` wrapper for
@@ -19,12 +19,23 @@ saving, and smaller cache entries.
   Python; for the npu_emu package's functions such a compile skips the wrapper (numba's ``no_cpython_wrapper``, the
   flag its ``@overload`` implementations compile with). The compiled function is then kept for callers only, not
   entered in the dispatcher's table of Python-callable signatures, so a Python call with that signature (a test
-  calling a helper, a later process loading the entry from the cache) comes to ``Dispatcher.compile``, which
-  compiles that one function again with its wrapper, in place of the wrapperless one in the process and in the
-  cache.
+  calling a helper) comes to ``Dispatcher.compile``, which compiles that one function again with its wrapper, in
+  place of the wrapperless one. In numba's cache such an entry is saved under a marked index key
+  (:func:`callers_key`), which only a load for jitted callers tries: a Python call, in this process or a later one,
+  with the hook or without it, never loads a function that has no wrapper; it loads or compiles the full one.
+* **The machine code of a function only other jitted code calls.** Such a function (a library without the Python
+  wrapper, marked ``CALLERS_ONLY``) is still optimised, since its callers link its optimised IR, but it is not added
+  to numba's JIT engine, so LLVM never turns it into machine code. What runs is the copy linked into each caller's
+  machine code, which is also what runs when that caller is loaded from numba's cache; before, a caller compiled in
+  the process called the callee's own machine code wherever it had not inlined it. The callee's environment pointer
+  (which object-mode blocks and boxing read) lives in those copies, so once a library is in the engine the
+  environments it links and nobody set are pointed, as numba does for a function loaded from its cache
+  (``_point_environments``); numba's ``set_env`` skips a name the engine does not define. Its cache entry holds the
+  IR callers link (numba's ``bitcode`` kind, named with ``_IR_ONLY``) in place of object code, under the marked key
+  of the previous point.
 
 Measured together (one configuration per fresh process, empty cache, 2-core box, with and without in turn):
-docs/contributing/numba_rules.md. All three apply to functions defined in the npu_emu package only
+docs/contributing/numba_rules.md. All four apply to functions defined in the npu_emu package only
 (specialised copies included: their module names start with the package's); a user's own numba functions in the
 same process are compiled and cached as numba does. ``NPU_EMU_LEAN_COMPILE=0`` leaves numba untouched.
 """
@@ -35,6 +46,9 @@ import threading
 from npu_emu.device import method_hooks
 
 _MARK = "_npu_emu_lean_compile"
+CALLERS_ONLY = "_npu_emu_callers_only"
+_IR_ONLY = " [npu-emu: IR only]"
+CALLERS_KEY = "npu-emu: for jitted callers only"
 ENABLED = os.environ.get("NPU_EMU_LEAN_COMPILE", "1").strip() not in ("0", "")
 NOTE = ("npu-emu keeps no type annotation in its cache entries; to see one, compile with an empty NUMBA_CACHE_DIR "
         "and NPU_EMU_SHIPPED_KERNELS=0 and inspect the function in that process")
@@ -57,6 +71,22 @@ _typing = threading.local()
 def _for_callers():
     """Whether this thread compiles a function because jitted code calls it."""
     return getattr(_typing, "depth", 0) > 0
+
+
+def callers_key(key):
+    """numba's cache index key ``(signature, target, hashes)`` marked for a compile kept for jitted callers: a process
+    with the hook off (``NPU_EMU_LEAN_COMPILE=0``) looks up unmarked keys only, so it never loads a function without
+    its Python wrapper into its table of Python-callable signatures."""
+    return key[0], key[1], tuple(key[2]) + (CALLERS_KEY,)
+
+
+def keys_to_load(key):
+    """The index keys a load tries, in turn: a callers-only entry serves a compile for jitted callers only."""
+    return (key, callers_key(key)) if _for_callers() else (key,)
+
+
+# per thread: whether numba's _index_key gives the marked key (set around a load's second try and a callers-only save)
+_keys = threading.local()
 
 
 def python_callable(cres):
@@ -83,7 +113,7 @@ def install():
     them, and cache them without the annotated source; idempotent. Returns True when in place."""
     if not ENABLED:
         return False
-    from numba.core import compiler, dispatcher, sigutils
+    from numba.core import caching, codegen, compiler, cpu, dispatcher, sigutils
     from numba.core.compiler_lock import global_compiler_lock
 
     def own_flags(customize):
@@ -139,23 +169,138 @@ def install():
             return reduce(self)
         return reduce_own
 
+    def executable_without_code(get_executable):
+        def get_executable_own(self, library, fndesc, env):
+            if not (library._finalized or not is_own(fndesc.modname) or _defines(library, fndesc)):
+                setattr(library, CALLERS_ONLY, True)
+            cfunc = get_executable(self, library, fndesc, env)
+            _point_environments(library)
+            return cfunc
+        return get_executable_own
+
+    def environment_if_defined(set_env):
+        def set_env_own(self, env_name, env):
+            # a callers-only library is not in the engine: its environment pointer lives in each caller's copy
+            if self._engine.get_global_value_address(env_name):
+                return set_env(self, env_name, env)
+        return set_env_own
+
+    def finalize_without_code(finalize):
+        def finalize_own(self):
+            if not getattr(self, CALLERS_ONLY, False):
+                return finalize(self)
+            self._finalize_dynamic_globals()
+            self._verify_declare_only_symbols()
+            self._finalized = True
+        return finalize_own
+
+    def serialize_ir(serialize):
+        def serialize_own(self):
+            if not getattr(self, CALLERS_ONLY, False):
+                return serialize(self)
+            return (self.name + _IR_ONLY, "bitcode", self._get_module_for_linking().as_bitcode())
+        return serialize_own
+
+    def ir_loaded(unserialize):
+        def unserialize_own(cls, codegen, state):
+            name, kind, data = state
+            if kind != "bitcode" or not name.endswith(_IR_ONLY):
+                return unserialize(cls, codegen, state)
+            from llvmlite import binding as ll
+
+            self = codegen.create_library(name[:-len(_IR_ONLY)])
+            self._final_module = self._shared_module = ll.parse_bitcode(data)
+            setattr(self, CALLERS_ONLY, True)
+            self._finalize_final_module()
+            return self
+        return unserialize_own
+
+    def marked_key(index_key):
+        def index_key_own(self, sig, codegen):
+            key = index_key(self, sig, codegen)
+            return callers_key(key) if getattr(_keys, "callers", False) else key
+        return index_key_own
+
+    def load_either(load_overload):
+        def load_overload_own(self, sig, target_context):
+            data = load_overload(self, sig, target_context)
+            if data is None and _for_callers() and is_own(getattr(self._py_func, "__module__", None)):
+                _keys.callers = True
+                try:
+                    data = load_overload(self, sig, target_context)
+                finally:
+                    _keys.callers = False
+            return data
+        return load_overload_own
+
+    def save_marked(save_overload):
+        def save_overload_own(self, sig, data):
+            if not is_own(data.fndesc.modname) or python_callable(data):
+                return save_overload(self, sig, data)
+            _keys.callers = True
+            try:
+                return save_overload(self, sig, data)
+            finally:
+                _keys.callers = False
+        return save_overload_own
+
+    method_hooks.wrap(caching.Cache, _MARK, _index_key=marked_key, _load_overload=load_either,
+                      _save_overload=save_marked)
     method_hooks.wrap(dispatcher._FunctionCompiler, _MARK, _customize_flags=own_flags)
     method_hooks.wrap(dispatcher.Dispatcher, _MARK, get_call_template=typing_a_call, add_overload=callers_only,
                       compile=with_wrapper)
+    method_hooks.wrap(cpu.CPUContext, _MARK, get_executable=executable_without_code)
+    method_hooks.wrap(codegen.JITCPUCodegen, _MARK, set_env=environment_if_defined)
+    method_hooks.wrap(codegen.CPUCodeLibrary, _MARK, _finalize_final_module=finalize_without_code,
+                      serialize_using_object_code=serialize_ir, _unserialize=ir_loaded)
     return method_hooks.wrap(compiler.CompileResult, _MARK, _reduce=reduce_noted)
+
+
+def _defines(library, fndesc):
+    """Whether the library defines the function's Python wrapper."""
+    try:
+        return not library._final_module.get_function(fndesc.llvm_cpython_wrapper_name).is_declaration
+    except NameError:
+        return False
+
+
+def _point_environments(library):
+    """Point the environment pointers of the callers-only functions linked into ``library``'s machine code, as numba
+    does for a function loaded from its cache (``CompileResult._rebuild``); the others are already set."""
+    if getattr(library, CALLERS_ONLY, False) or not library._finalized:
+        return
+    import ctypes
+
+    from numba.core.environment import lookup_environment
+
+    engine = library.codegen._engine
+    for gv in library._final_module.global_variables:
+        if not gv.name.startswith("_ZN08NumbaEnv"):
+            continue
+        env = lookup_environment(gv.name)
+        address = env is not None and engine.get_global_value_address(gv.name)
+        if address and ctypes.c_void_p.from_address(address).value is None:
+            library.codegen.set_env(gv.name, env)
 
 
 def uninstall():
     """Put numba's methods back (the tests compare the two)."""
-    from numba.core import compiler, dispatcher
+    from numba.core import caching, codegen, compiler, cpu, dispatcher
 
+    method_hooks.unwrap(caching.Cache, _MARK, "_index_key", "_load_overload", "_save_overload")
     method_hooks.unwrap(dispatcher._FunctionCompiler, _MARK, "_customize_flags")
     method_hooks.unwrap(dispatcher.Dispatcher, _MARK, "get_call_template", "add_overload", "compile")
+    method_hooks.unwrap(cpu.CPUContext, _MARK, "get_executable")
+    method_hooks.unwrap(codegen.JITCPUCodegen, _MARK, "set_env")
+    method_hooks.unwrap(codegen.CPUCodeLibrary, _MARK, "_finalize_final_module", "serialize_using_object_code",
+                        "_unserialize")
     method_hooks.unwrap(compiler.CompileResult, _MARK, "_reduce")
 
 
 def installed():
-    from numba.core import compiler, dispatcher
+    from numba.core import caching, codegen, compiler, cpu, dispatcher
 
-    return all(method_hooks.wrapped(cls, _MARK) for cls in (dispatcher._FunctionCompiler, dispatcher.Dispatcher,
+    return all(method_hooks.wrapped(cls, _MARK) for cls in (caching.Cache, dispatcher._FunctionCompiler,
+                                                             dispatcher.Dispatcher, cpu.CPUContext,
+                                                             codegen.CPUCodeLibrary, codegen.JITCPUCodegen,
                                                              compiler.CompileResult))

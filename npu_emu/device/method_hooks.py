@@ -11,10 +11,16 @@ import functools
 
 def wrap(cls, mark, **makers):
     """Replace each method ``name`` of ``cls`` by ``makers[name](original)``; no-op when ``cls`` carries ``mark``.
+    A classmethod defined on ``cls`` itself is wrapped as a classmethod (``original`` then takes the class first).
     Returns True."""
     if getattr(cls, mark, False):
         return True
     for name, make in makers.items():
+        original = cls.__dict__.get(name)
+        if isinstance(original, classmethod):
+            # the wrapper takes the class first, as the classmethod's function does, and stays a classmethod
+            setattr(cls, name, classmethod(functools.wraps(original.__func__)(make(original.__func__))))
+            continue
         original = getattr(cls, name)
         setattr(cls, name, functools.wraps(original)(make(original)))
     setattr(cls, mark, True)
@@ -26,6 +32,10 @@ def unwrap(cls, mark, *names):
     if not getattr(cls, mark, False):
         return
     for name in names:
+        current = cls.__dict__.get(name)
+        if isinstance(current, classmethod):
+            setattr(cls, name, classmethod(current.__func__.__wrapped__))
+            continue
         setattr(cls, name, getattr(cls, name).__wrapped__)
     setattr(cls, mark, False)
 

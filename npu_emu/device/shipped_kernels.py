@@ -35,6 +35,8 @@ import json
 import os
 import sys
 
+from npu_emu.device import lean_compile
+
 BUNDLE_DIR = "_kernel_cache"          # under the npu_emu package folder
 MANIFEST = "manifest.json"
 PORTABLE_CPU = "x86-64-v3"
@@ -155,9 +157,10 @@ def _load_shipped(cache, sig, target_context):
         return None
     try:
         key = cache._index_key(sig, target_context.codegen())
-        key = (key[0], _bundle()[2], key[2])
         # the index's own _load_index / _load_data: the bundle is never written, so no lock (npu_emu.cache_lock)
-        name = index._load_index().get(key)
+        entries = index._load_index()
+        name = next(filter(None, (entries.get(k) for k in lean_compile.keys_to_load((key[0], _bundle()[2], key[2])))),
+                    None)
         if name is None:
             return None
         data = cache._impl.rebuild(target_context, index._load_data(name))

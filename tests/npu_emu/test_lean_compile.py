@@ -14,7 +14,7 @@ import sys
 import textwrap
 
 import numpy as np
-from numba import njit
+from numba import njit, objmode
 
 from npu_emu.device import lean_compile
 
@@ -120,6 +120,40 @@ def test_a_callee_has_no_python_wrapper_until_python_calls_it():
         assert f(x, s).view(np.uint32).tobytes() == want.view(np.uint32).tobytes()
 
 
+_ENV_PAIR = """
+def g(x, s):
+    with objmode(t="float64"):
+        t = float(s)                    # an object-mode block: g's code reads g's environment
+    return np.float32(x * np.float32(t) + np.float32(0.25))
+
+def f(x, s):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = g(x[i], s)
+    return out
+"""
+
+
+def test_a_callee_gets_no_machine_code_and_its_callers_point_its_environment():
+    x = np.linspace(-5, 5, 37).astype(np.float32)
+    s = np.float32(1.5)
+    want = (x * s + np.float32(0.25)).astype(np.float32)
+    for modname in ("npu_emu.kernels._lean_env", "npu_emu_user.lean_env"):
+        ns = {"__name__": modname, "np": np, "objmode": objmode}
+        exec(compile(_ENV_PAIR, "<probe>", "exec"), ns)
+        g = ns["g"] = njit(ns["g"])
+        f = njit(ns["f"])
+        assert f(x, s).view(np.uint32).tobytes() == want.view(np.uint32).tobytes(), modname
+        own = modname.startswith("npu_emu.")
+        (gres,) = g.overloads.values()
+        in_engine = gres.library._final_module in gres.library.codegen._engine._ee._modules
+        assert getattr(gres.library, lean_compile.CALLERS_ONLY, False) == own, modname
+        assert in_engine == (not own), modname          # g runs as the copy linked into f's machine code
+        # its cache entry: the IR callers link (no object code) for npu-emu's, numba's object code for a user's
+        assert gres._reduce()[0][1] == ("bitcode" if own else "object"), modname
+        assert lean_compile.python_callable(f.overloads[f.signatures[0]])
+
+
 _CACHED = textwrap.dedent("""
     import importlib.util, sys
     import numpy as np
@@ -146,16 +180,22 @@ def test_a_cached_callee_gets_its_wrapper_when_a_later_process_calls_it(tmp_path
     src.write_text("import numpy as np\nfrom numba import njit\n" + _PAIR.replace("def ", "@njit(cache=True)\ndef "))
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), NPU_EMU_SHIPPED_KERNELS="0")
 
-    def run(how):
-        out = subprocess.run([sys.executable, "-c", _CACHED, str(src), how], env=env, capture_output=True, text=True,
-                             timeout=300)
+    def run(how, hooked=True):
+        out = subprocess.run([sys.executable, "-c", _CACHED, str(src), how], capture_output=True, text=True,
+                             env=dict(env, NPU_EMU_LEAN_COMPILE="1" if hooked else "0"), timeout=300)
         assert out.returncode == 0, out.stderr[-3000:]
         bits, callable_, misses, hits = out.stdout.split()
         return int(bits), callable_, int(misses), int(hits)
 
     x = np.linspace(-5, 5, 37).astype(np.float32)
     want = int((x * np.float32(1.5) + np.float32(0.25)).astype(np.float32).view(np.uint32).sum(dtype=np.uint64))
-    assert run("caller") == (want, "[False]", 1, 0)     # g compiled for f only, and cached so
-    assert run("python") == (want, "[True]", 1, 1)      # loaded, found without its wrapper, compiled again with it
-    assert run("python") == (want, "[True]", 0, 1)      # ... and that one replaced the cache entry
+    assert run("caller") == (want, "[False]", 1, 0)     # g compiled for f only, cached under a marked key
+    # without the hook numba never sees that entry (it has no Python wrapper; calling it would crash)
+    assert run("python", hooked=False) == (want, "[True]", 1, 0)
+    assert run("python") == (want, "[True]", 0, 1)      # the entry numba saved, with its wrapper
     assert run("caller") == (want, "[]", 0, 0)          # f from the cache, g's code inside it
+    (tmp_path / "cache").rename(tmp_path / "cache_1")
+    assert run("caller") == (want, "[False]", 1, 0)
+    assert run("python") == (want, "[True]", 1, 0)      # a Python call never loads the callers-only entry
+    assert run("python") == (want, "[True]", 0, 1)
+    assert run("caller", hooked=False) == (want, "[]", 0, 0)
