@@ -32,7 +32,9 @@ saving, and smaller cache entries.
   environments it links and nobody set are pointed, as numba does for a function loaded from its cache
   (``_point_environments``); numba's ``set_env`` skips a name the engine does not define. Its cache entry holds the
   IR callers link (numba's ``bitcode`` kind, named with ``_IR_ONLY``) in place of object code, under the marked key
-  of the previous point.
+  of the previous point. The parfor body of an npu-emu kernel is treated so too: numba gives it a Python wrapper
+  but never calls it, and the kernel runs the body's copy linked in through the gufunc wrappers
+  (npu_emu/device/wrapper_passes.py).
 
 Measured together (one configuration per fresh process, empty cache, 2-core box, with and without in turn):
 docs/contributing/numba_rules.md. All four apply to functions defined in the npu_emu package only
@@ -84,6 +86,11 @@ def keys_to_load(key):
     """The index keys a load tries, in turn: a callers-only entry serves a compile for jitted callers only."""
     return (key, callers_key(key)) if _for_callers() else (key,)
 
+
+# per thread: for each dispatcher compiling, innermost last, whether it is one of npu_emu's
+_compiling = threading.local()
+# numba 0.68 names a parfor's body function so (numba/parfors/parfor_lowering.py)
+_PARFOR_BODY = "__numba_parfor_gufunc_"
 
 # per thread: whether numba's _index_key gives the marked key (set around a load's second try and a callers-only save)
 _keys = threading.local()
@@ -145,6 +152,13 @@ def install():
 
     def with_wrapper(compile_):
         def compile_own(self, sig):
+            _compiling.own = getattr(_compiling, "own", ()) + (is_own(getattr(self.py_func, "__module__", None)),)
+            try:
+                return compile_own_wrapped(self, sig)
+            finally:
+                _compiling.own = _compiling.own[:-1]
+
+        def compile_own_wrapped(self, sig):
             entry = compile_(self, sig)
             if _for_callers():
                 return entry
@@ -171,7 +185,7 @@ def install():
 
     def executable_without_code(get_executable):
         def get_executable_own(self, library, fndesc, env):
-            if not (library._finalized or not is_own(fndesc.modname) or _defines(library, fndesc)):
+            if _callers_only(library, fndesc):
                 setattr(library, CALLERS_ONLY, True)
             cfunc = get_executable(self, library, fndesc, env)
             _point_environments(library)
@@ -254,6 +268,18 @@ def install():
     method_hooks.wrap(codegen.CPUCodeLibrary, _MARK, _finalize_final_module=finalize_without_code,
                       serialize_using_object_code=serialize_ir, _unserialize=ir_loaded)
     return method_hooks.wrap(compiler.CompileResult, _MARK, _reduce=reduce_noted)
+
+
+def _callers_only(library, fndesc):
+    """Whether a library being compiled serves jitted callers only: an npu_emu function without its Python wrapper, or
+    the parfor body of an npu_emu kernel (its Python wrapper is never called: the kernel links the body through the
+    gufunc wrappers, npu_emu/device/wrapper_passes.py)."""
+    if library._finalized:
+        return False
+    if fndesc.qualname.startswith(_PARFOR_BODY):
+        own = getattr(_compiling, "own", ())
+        return bool(own) and own[-1]
+    return is_own(fndesc.modname) and not _defines(library, fndesc)
 
 
 def _defines(library, fndesc):

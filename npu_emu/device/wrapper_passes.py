@@ -24,10 +24,11 @@ still optimise is glue: the kernel function's own code outside the ``prange`` (r
 loops over groups) and the two wrappers, which hand the loop to the thread pool. A user's ``parallel=True`` function
 may do real work outside its loops, so it keeps its passes.
 
-The parfor body's library keeps both. numba takes the address of its Python wrapper and points its environment there,
-through the engine, so it needs its machine code; and skipping its whole-module passes, tried, crashed numba's own
-test of a set built inside a ``prange`` loop (``test_no_hoisting_with_member_function_call``), so numba's code relies
-on them there.
+The parfor body's library keeps its whole-module passes: skipping them, tried, crashed numba's own test of a set built
+inside a ``prange`` loop (``test_no_hoisting_with_member_function_call``), so numba's code relies on them there.
+numba takes the address of its Python wrapper and points its environment through the engine, so a user's parfor body
+keeps its machine code; an npu_emu kernel's body gets none (npu_emu/device/lean_compile.py points the environment of
+the copy the kernel runs).
 
 The inner wrapper is marked when numba builds it for a parfor (``is_parfors``), the outer one is the
 ``parallelgufuncwrapper`` library around a marked one. A ``@guvectorize`` function's wrapper, which is the code that

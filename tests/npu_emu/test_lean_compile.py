@@ -14,7 +14,7 @@ import sys
 import textwrap
 
 import numpy as np
-from numba import njit, objmode
+from numba import njit, objmode, prange
 
 from npu_emu.device import lean_compile
 
@@ -152,6 +152,55 @@ def test_a_callee_gets_no_machine_code_and_its_callers_point_its_environment():
         # its cache entry: the IR callers link (no object code) for npu-emu's, numba's object code for a user's
         assert gres._reduce()[0][1] == ("bitcode" if own else "object"), modname
         assert lean_compile.python_callable(f.overloads[f.signatures[0]])
+
+
+_PARFOR = """
+def k(x):
+    out = np.empty_like(x)
+    s = np.float32(0)
+    for i in prange(x.shape[0]):
+        out[i] = np.float32(x[i] * np.float32(2))
+        s += x[i]
+    return out, s
+
+def distinct(x):
+    out = np.zeros(x.shape[0], np.int64)
+    for i in prange(x.shape[0]):
+        z = set()
+        z.add(x[i])
+        z.add(np.float32(1))
+        out[i] = len(z)
+    return out
+"""
+
+
+def _libraries(library, seen=None):
+    seen = set() if seen is None else seen
+    if id(library) not in seen:
+        seen.add(id(library))
+        yield library
+        for sub in library._linking_libraries:
+            yield from _libraries(sub, seen)
+
+
+def test_a_parfor_body_of_an_own_kernel_gets_no_machine_code():
+    x = np.array([0, 1, 2, 1.5, 1], np.float32)
+    for modname in ("npu_emu.kernels._lean_parfor", "npu_emu_user.lean_parfor"):
+        ns = {"__name__": modname, "np": np, "prange": prange}
+        exec(compile(_PARFOR, "<probe>", "exec"), ns)
+        k, distinct = njit(parallel=True)(ns["k"]), njit(parallel=True)(ns["distinct"])
+        out, s = k(x)
+        assert out.view(np.uint32).tobytes() == (x * np.float32(2)).view(np.uint32).tobytes(), modname
+        assert s == np.float32(5.5), modname
+        assert distinct(x).tolist() == [2, 1, 2, 2, 1], modname
+        own = modname.startswith("npu_emu.")
+        for f in (k, distinct):
+            (cres,) = f.overloads.values()
+            bodies = [lib for lib in _libraries(cres.library) if lib.name.startswith("__numba_parfor_gufunc_")]
+            assert len(bodies) == 1, modname
+            in_engine = bodies[0]._final_module in bodies[0].codegen._engine._ee._modules
+            assert getattr(bodies[0], lean_compile.CALLERS_ONLY, False) == own, modname
+            assert in_engine == (not own), modname
 
 
 _CACHED = textwrap.dedent("""
