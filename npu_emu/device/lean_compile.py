@@ -116,8 +116,9 @@ class _NoLoad:
 
 
 def install():
-    """Compile npu_emu's functions without the cfunc wrapper, and without the Python wrapper when jitted code calls
-    them, and cache them without the annotated source; idempotent. Returns True when in place."""
+    """Compile npu_emu's functions without the cfunc wrapper, and without the Python wrapper or machine code of their
+    own when only jitted code calls them (npu_emu kernels' parfor bodies too), and cache them without the annotated
+    source; idempotent. Returns True when in place."""
     if not ENABLED:
         return False
     from numba.core import caching, codegen, compiler, cpu, dispatcher, sigutils
