@@ -1,6 +1,6 @@
 """npu_emu/device/lean_compile.py: npu-emu's functions compile without the cfunc wrapper and cache without the
-annotated source, and those compiled for jitted callers without the Python wrapper until Python calls them; a
-user's functions keep all three.
+annotated source, those compiled for jitted callers without the Python wrapper until Python calls them, and these
+and npu-emu kernels' parfor bodies without machine code of their own; a user's functions keep all four.
 
 The same function is compiled as if defined in a module of the npu_emu package and in a look-alike user module,
 with the hook in place and without it. The wrapper is looked up by name in the function's library; the cache
