@@ -1,5 +1,5 @@
-"""Four things numba makes for the functions it compiles that npu-emu's own functions never use: a compile-time
-saving, and smaller cache entries.
+"""Things numba makes for the functions it compiles that npu-emu's own functions never use: a compile-time saving,
+and smaller cache entries.
 
 * **The C-callable wrapper.** Besides the function and its Python wrapper, numba lowers a ``cfunc`` wrapper for
   every compiled function, parses it, optimises it and turns it into machine code. It is only used when the
@@ -34,12 +34,18 @@ saving, and smaller cache entries.
   IR callers link (numba's ``bitcode`` kind, named with ``_IR_ONLY``) in place of object code, under the marked key
   of the previous point. The parfor body of an npu-emu kernel is treated so too: numba gives it a Python wrapper
   but never calls it, and the kernel runs the body's copy linked in through the gufunc wrappers
-  (npu_emu/device/wrapper_passes.py).
+  (npu_emu/device/wrapper_passes.py); the hook leaves that wrapper out as well.
+* **The same for the ``@overload`` implementations an npu-emu function calls.** numba compiles the implementation
+  of ``np.empty``, ``min`` and the like for each new signature while typing the call, once per process (they are
+  not cached), with a ``cfunc`` wrapper and machine code of its own that no caller uses: callers link its IR. One
+  compiled for an npu-emu function (:func:`_impl_for_own`) gets neither; numba shares it with every later caller
+  in the process, a user's included, which links its IR as before.
 
 Measured together (one configuration per fresh process, empty cache, 2-core box, with and without in turn):
-docs/contributing/numba_rules.md. All four apply to functions defined in the npu_emu package only
-(specialised copies included: their module names start with the package's); a user's own numba functions in the
-same process are compiled and cached as numba does. ``NPU_EMU_LEAN_COMPILE=0`` leaves numba untouched.
+docs/contributing/numba_rules.md. All of them apply to functions defined in the npu_emu package only
+(specialised copies included: their module names start with the package's) and to what numba compiles for them; a
+user's own numba functions in the same process are compiled and cached as numba does. ``NPU_EMU_LEAN_COMPILE=0``
+leaves numba untouched.
 """
 
 import os
@@ -117,8 +123,9 @@ class _NoLoad:
 
 def install():
     """Compile npu_emu's functions without the cfunc wrapper, and without the Python wrapper or machine code of their
-    own when only jitted code calls them (npu_emu kernels' parfor bodies too), and cache them without the annotated
-    source; idempotent. Returns True when in place."""
+    own when only jitted code calls them (npu_emu kernels' parfor bodies too), the ``@overload`` implementations they
+    call without cfunc wrapper or machine code, and cache them without the annotated source; idempotent. Returns True
+    when in place."""
     if not ENABLED:
         return False
     from numba.core import caching, codegen, compiler, cpu, dispatcher, sigutils
@@ -131,6 +138,8 @@ def install():
                 flags.no_cfunc_wrapper = True
                 if _for_callers():
                     flags.no_cpython_wrapper = True
+            elif flags.no_cpython_wrapper and _impl_for_own():
+                flags.no_cfunc_wrapper = True
             return flags
         return customize_own
 
@@ -192,6 +201,13 @@ def install():
             _point_environments(library)
             return cfunc
         return get_executable_own
+
+    def body_without_wrapper(create_cpython_wrapper):
+        def create_cpython_wrapper_own(self, library, fndesc, *args, **kwargs):
+            # the parfor body of an npu_emu kernel: numba never calls its Python wrapper, and it gets no machine code
+            if not (fndesc.qualname.startswith(_PARFOR_BODY) and _own_kernel()):
+                return create_cpython_wrapper(self, library, fndesc, *args, **kwargs)
+        return create_cpython_wrapper_own
 
     def environment_if_defined(set_env):
         def set_env_own(self, env_name, env):
@@ -264,7 +280,8 @@ def install():
     method_hooks.wrap(dispatcher._FunctionCompiler, _MARK, _customize_flags=own_flags)
     method_hooks.wrap(dispatcher.Dispatcher, _MARK, get_call_template=typing_a_call, add_overload=callers_only,
                       compile=with_wrapper)
-    method_hooks.wrap(cpu.CPUContext, _MARK, get_executable=executable_without_code)
+    method_hooks.wrap(cpu.CPUContext, _MARK, get_executable=executable_without_code,
+                      create_cpython_wrapper=body_without_wrapper)
     method_hooks.wrap(codegen.JITCPUCodegen, _MARK, set_env=environment_if_defined)
     method_hooks.wrap(codegen.CPUCodeLibrary, _MARK, _finalize_final_module=finalize_without_code,
                       serialize_using_object_code=serialize_ir, _unserialize=ir_loaded)
@@ -278,9 +295,26 @@ def _callers_only(library, fndesc):
     if library._finalized:
         return False
     if fndesc.qualname.startswith(_PARFOR_BODY):
-        own = getattr(_compiling, "own", ())
-        return bool(own) and own[-1]
-    return is_own(fndesc.modname) and not _defines(library, fndesc)
+        return _own_kernel()
+    if is_own(fndesc.modname):
+        return not _defines(library, fndesc)
+    return _impl_for_own() and not _defines(library, fndesc)
+
+
+def _own_kernel():
+    """Whether the dispatcher this thread compiles innermost is one of npu_emu's (a parfor body is compiled inside its
+    kernel's compile, not through a dispatcher of its own)."""
+    own = getattr(_compiling, "own", ())
+    return bool(own) and own[-1]
+
+
+def _impl_for_own():
+    """Whether this thread compiles an ``@overload`` implementation of numba's (or another package's) for an npu_emu
+    function: a dispatcher outside the package, innermost, compiled while one of npu_emu's is. numba compiles it while
+    typing the call (``_OverloadFunctionTemplate._build_impl``), once per signature and process, without a Python
+    wrapper, and never caches it; callers link its IR."""
+    own = getattr(_compiling, "own", ())
+    return len(own) > 1 and not own[-1] and any(own)
 
 
 def _defines(library, fndesc):
@@ -317,7 +351,7 @@ def uninstall():
     method_hooks.unwrap(caching.Cache, _MARK, "_index_key", "_load_overload", "_save_overload")
     method_hooks.unwrap(dispatcher._FunctionCompiler, _MARK, "_customize_flags")
     method_hooks.unwrap(dispatcher.Dispatcher, _MARK, "get_call_template", "add_overload", "compile")
-    method_hooks.unwrap(cpu.CPUContext, _MARK, "get_executable")
+    method_hooks.unwrap(cpu.CPUContext, _MARK, "get_executable", "create_cpython_wrapper")
     method_hooks.unwrap(codegen.JITCPUCodegen, _MARK, "set_env")
     method_hooks.unwrap(codegen.CPUCodeLibrary, _MARK, "_finalize_final_module", "serialize_using_object_code",
                         "_unserialize")

@@ -1,6 +1,7 @@
 """npu_emu/device/lean_compile.py: npu-emu's functions compile without the cfunc wrapper and cache without the
 annotated source, those compiled for jitted callers without the Python wrapper until Python calls them, and these
-and npu-emu kernels' parfor bodies without machine code of their own; a user's functions keep all four.
+and npu-emu kernels' parfor bodies without machine code of their own (the bodies without a Python wrapper either),
+as the ``@overload`` implementations numba compiles for them; a user's functions keep all of it.
 
 The same function is compiled as if defined in a module of the npu_emu package and in a look-alike user module,
 with the hook in place and without it. The wrapper is looked up by name in the function's library; the cache
@@ -15,6 +16,7 @@ import textwrap
 
 import numpy as np
 from numba import njit, objmode, prange
+from numba.extending import overload
 
 from npu_emu.device import lean_compile
 
@@ -201,6 +203,45 @@ def test_a_parfor_body_of_an_own_kernel_gets_no_machine_code():
             in_engine = bodies[0]._final_module in bodies[0].codegen._engine._ee._modules
             assert getattr(bodies[0], lean_compile.CALLERS_ONLY, False) == own, modname
             assert in_engine == (not own), modname
+            # nor a Python wrapper, which nothing calls: a user's body keeps it (numba points its environment so)
+            wrapper = [fn for fn in bodies[0]._final_module.functions
+                       if fn.name.startswith("_ZN7cpython") and not fn.is_declaration]
+            assert bool(wrapper) == (not own), modname
+
+
+_IMPL_CALLER = """
+def f(x):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        out[i] = twice(x[i])
+    return out
+"""
+
+
+def test_an_overload_impl_compiled_for_an_own_function_gets_no_cfunc_wrapper_and_no_machine_code():
+    x = np.linspace(-5, 5, 37).astype(np.float32)
+    for modname in ("npu_emu.kernels._lean_impl", "npu_emu_user.lean_impl"):
+        def twice(v):
+            pass
+
+        def ol_twice_probe(v):              # another package's @overload: numba compiles its impl for each caller
+            def impl(v):
+                return v * np.float32(2) + np.float32(0.125)
+            return impl
+
+        overload(twice)(ol_twice_probe)
+        ns = {"__name__": modname, "np": np, "twice": twice}
+        exec(compile(_IMPL_CALLER, "<probe>", "exec"), ns)
+        f = njit(ns["f"])
+        want = (x * np.float32(2) + np.float32(0.125)).astype(np.float32)
+        assert f(x).view(np.uint32).tobytes() == want.view(np.uint32).tobytes(), modname
+        (cres,) = f.overloads.values()
+        (lib,) = [lib for lib in _libraries(cres.library) if "ol_twice_probe.<locals>.impl" in lib.name]
+        own = modname.startswith("npu_emu.")
+        cfunc = [fn for fn in lib._final_module.functions if fn.name.startswith("cfunc.") and not fn.is_declaration]
+        assert bool(cfunc) == (not own), modname
+        assert getattr(lib, lean_compile.CALLERS_ONLY, False) == own, modname
+        assert (lib._final_module in lib.codegen._engine._ee._modules) == (not own), modname
 
 
 _CACHED = textwrap.dedent("""
