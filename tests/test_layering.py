@@ -19,7 +19,7 @@ LAYERS = (
     # numba's options, the cache lock and the shipped-kernel loader every njit function (the codecs' too) is
     # compiled and loaded under, and the read-only view every kernel input is handed over as
     (r"dtypes/|npu_emu/device/(jit_options|cache_lock|inline_copy|inline_reuse|wrapper_passes|overload_reuse|"
-     r"method_hooks|shipped_kernels|read_only|lean_compile)\.py", 1, "codecs"),
+     r"method_hooks|shipped_kernels|read_only|lean_compile|gc_pause)\.py", 1, "codecs"),
     (r"npu_emu/device/|npu_emu/ascendc/", 2, "device model"),
     # an op folder's device side: op_host (tiling*), op_kernel (*kernel*), and their shared device helpers
     (r"kernels/\w+/(\w*tiling\w*|\w*kernel\w*|common|accum|launch|row_quant|\w*_launch)\.py", 3, "op kernel"),

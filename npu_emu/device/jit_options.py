@@ -53,6 +53,12 @@ from npu_emu.device import shipped_kernels  # noqa: E402
 
 shipped_kernels.install()
 
+# ... and to pause Python's cyclic garbage collector while npu_emu's functions compile (npu_emu/device/gc_pause.py;
+# before lean_compile, which wraps the same numba method and unwraps it again in its tests)
+from npu_emu.device import gc_pause  # noqa: E402
+
+gc_pause.install()
+
 # ... and to compile npu_emu's own functions without the C-callable wrapper they never use, and cache them without
 # the annotated source text (npu_emu/device/lean_compile.py)
 from npu_emu.device import lean_compile  # noqa: E402

@@ -190,10 +190,11 @@ def test_instruction_bits_with_and_without_the_hook():
 @pytest.mark.parametrize("switch, module", [("NPU_EMU_INLINE_COPY", "inline_copy"),
                                             ("NPU_EMU_INLINE_REUSE", "inline_reuse"),
                                             ("NPU_EMU_WRAPPER_PASSES", "wrapper_passes"),
-                                            ("NPU_EMU_OVERLOAD_REUSE", "overload_reuse")])
+                                            ("NPU_EMU_OVERLOAD_REUSE", "overload_reuse"),
+                                            ("NPU_EMU_GC_PAUSE", "gc_pause")])
 def test_switches_leave_numba_untouched(switch, module):
-    """Each compile-time hook (this one, inline_reuse.py, wrapper_passes.py, overload_reuse.py) is off with its
-    switch at 0, on by default."""
+    """Each compile-time hook (this one, inline_reuse.py, wrapper_passes.py, overload_reuse.py, gc_pause.py) is off
+    with its switch at 0, on by default."""
     code = ("import npu_emu.device.jit_options\n"     # every module with kernels imports it first
             f"from npu_emu.device import {module} as hook\n"
             "print(hook.installed())\n")
