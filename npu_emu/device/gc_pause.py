@@ -22,17 +22,13 @@ import os
 import threading
 
 from npu_emu.device import method_hooks
+from npu_emu.device.lean_compile import is_own
 
 _MARK = "_npu_emu_gc_pause"
 ENABLED = os.environ.get("NPU_EMU_GC_PAUSE", "1").strip() not in ("0", "")
 
 _lock = threading.Lock()
 _state = {"compiling": 0, "paused": False}      # compiles of npu_emu functions in progress; whether we disabled gc
-
-
-def _own(dispatcher):
-    name = getattr(getattr(dispatcher, "py_func", None), "__module__", None)
-    return isinstance(name, str) and (name == "npu_emu" or name.startswith("npu_emu."))
 
 
 def _enter():
@@ -59,7 +55,7 @@ def install():
 
     def pausing(compile_):
         def compile_pausing(self, sig):
-            if not _own(self):
+            if not is_own(getattr(self.py_func, "__module__", None)):
                 return compile_(self, sig)
             _enter()
             try:

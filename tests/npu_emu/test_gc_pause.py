@@ -69,14 +69,14 @@ def test_off_while_an_own_function_and_its_callee_compile_then_on():
     assert gc.isenabled()
     seen = _run(_probe("npu_emu.kernels._gc_probe"))
     # the callee compiles while the caller is being typed, as do numba's implementations of np.empty_like and the like
-    assert [name for name, _ in seen if name in "fg"] == ["f", "g"]
+    assert [name for name, _ in seen if name in ("f", "g")] == ["f", "g"]
     assert not any(on for _, on in seen)
     assert gc.isenabled() and not gc_pause.paused()
 
 
 def test_a_users_function_compiles_with_the_collector_on():
     seen = _run(_probe("npu_emu_user.gc_probe"))
-    assert [name for name, _ in seen if name in "fg"] == ["f", "g"] and all(on for _, on in seen)
+    assert [name for name, _ in seen if name in ("f", "g")] == ["f", "g"] and all(on for _, on in seen)
     assert gc.isenabled()
 
 
