@@ -1,6 +1,6 @@
 """Wrapping a numba class's methods in place, idempotently and reversibly: the one way the cache lock and the
-compile-time hooks (cache_lock.py, inline_copy.py, inline_reuse.py, wrapper_passes.py, overload_reuse.py) change
-numba's behaviour.
+compile-time hooks (cache_lock.py, inline_copy.py, inline_reuse.py, wrapper_passes.py, overload_reuse.py,
+lean_compile.py, gc_pause.py) change numba's behaviour.
 
 A hooked class carries a mark attribute, so a second ``wrap`` is a no-op; each wrapper keeps the original as
 ``__wrapped__`` (``functools.wraps``), which ``unwrap`` puts back (the tests compare numba with and without a hook).
