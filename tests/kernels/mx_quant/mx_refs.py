@@ -4,6 +4,7 @@ tests/conftest.py): the reciprocals the scale rules produce and the per-element 
 import numpy as np
 from numba import njit
 
+from npu_emu.device.read_only import read_only
 from npu_emu.dtypes.scalar import CAST_RINT
 from npu_emu.kernels.mx_quant import kernel as K, launch as L
 
@@ -18,8 +19,9 @@ _REFERENCES = {}
 
 def sweep_layout(dst, per_col):
     """Every 16-bit pattern laid out as 256 column blocks x 256 rows (``per_col``) or as 2048 runs of one 32-element
-    block: (patterns, rows, cols, y row stride in bytes, two output buffers)."""
-    xs = np.arange(1 << 16, dtype=np.uint16)
+    block: (patterns, rows, cols, y row stride in bytes, two output buffers). The patterns are read-only, as a
+    kernel's x is (npu_emu.device.read_only): the loops are then the compiled copies the kernels call."""
+    xs = read_only(np.arange(1 << 16, dtype=np.uint16))
     cols = 256 if per_col else 32
     fp4 = dst >= K.D_E2M1
     ybytes = xs.size // 2 if fp4 else xs.size

@@ -24,13 +24,20 @@ import pytest
 from numba import njit
 
 from mx_refs import DSTS, RECIPS, RECIPS_F32, reference, sweep_layout
+from npu_emu.device.read_only import read_only
 from npu_emu.dtypes.scalar import CAST_RINT
 from npu_emu.kernels.mx_quant import api, kernel as K, launch as L
 
 
-def _fast(dst):
-    """The kernel module specialised for ``dst`` on the vectorised path (launch.device)."""
-    return L.device(dst, K.M_FAST)
+def _fast(dst, walk=L.W_ANY):
+    """The kernel module specialised for ``dst`` on the vectorised path and ``walk`` (launch.device): the walk of the
+    calls the loops are checked for, so that the tests compile (or load) the copies those calls run."""
+    return L.device(dst, K.M_FAST, walk)
+
+
+def _run_walk(bs):
+    """The walk of a DynamicMxQuant call along the last axis with blocks of ``bs`` (launch's rule)."""
+    return L.W_ROWS32 if bs == K.RUN_CHUNK else L.W_ROWS
 
 
 def _enc_one(dst):
@@ -45,7 +52,8 @@ def _reference(xs, recips, rrs, rcs, rows, cols, dst, bf16_mul, ys):
 
 def _run(xs, nblk, bs, last, recips, ys, todo, dst):
     """kernel._convert_run from xs[0] to ys[0] with the reciprocals given (not fused with the scales)."""
-    _fast(dst)._convert_run(xs, 0, nblk, bs, last, recips, ys, 0, todo, False, np.empty(0, np.uint8), 0, 0, False)
+    _fast(dst, _run_walk(bs))._convert_run(read_only(xs), 0, nblk, bs, last, recips, ys, 0, todo, False,
+                                          np.empty(0, np.uint8), 0, 0, False)
 
 
 def _pow2_recips(dst):
@@ -66,8 +74,9 @@ def _sweep(dst, bf16_mul, per_col, offsets, recip_set=RECIPS_F32):
         recips = recip_set[(k + np.arange(lanes)) % recip_set.size]
         rrs, rcs = (0, 1) if per_col else (1, 0)
         _reference(xs, recips, rrs, rcs, rows, cols, dst, bf16_mul, ref)
-        calls = {"_convert_fast": lambda: _fast(dst)._convert_fast(xs, 0, cols, 0, rows, cols, recips, rrs, rcs, fast,
-                                                                  0, ystride)}
+        walk = L.W_COLS if per_col else L.W_ROWS32
+        calls = {"_convert_fast": lambda: _fast(dst, walk)._convert_fast(xs, 0, cols, 0, rows, cols, recips, rrs, rcs,
+                                                                        fast, 0, ystride)}
         if not per_col:
             calls["_convert_run"] = lambda: _run(xs, rows, cols, cols, recips, fast, todo, dst)
         for name, call in calls.items():
@@ -129,7 +138,8 @@ def test_column_rows_with_a_short_tail(dst, cols):
     got = np.full(ybytes + 1, 0xEE, np.uint8)
     ref = np.empty(ybytes, np.uint8)
     _reference(xs, recips, 0, 1, rows, cols, dst, False, ref)
-    _fast(dst)._convert_fast(xs, 0, cols, 0, rows, cols, recips, 0, 1, got, 0, cols // 2 if fp4 else cols)
+    _fast(dst, L.W_COLS)._convert_fast(read_only(xs), 0, cols, 0, rows, cols, recips, 0, 1, got, 0,
+                                       cols // 2 if fp4 else cols)
     assert np.array_equal(got[:-1], ref) and got[-1] == 0xEE
 
 
@@ -224,7 +234,7 @@ def test_fused_run_equals_scales_then_run(dst, bs, last, legacy):
     r = np.full(nblk, np.nan, np.float32)
     y = np.full_like(ref_y, 0xEE)
     t = np.full(nblk, 7, np.int8)
-    _fast(dst)._convert_run(xs, 0, nblk, bs, last, r, y, 0, t, True, ss, 1, em, legacy)
+    _fast(dst, _run_walk(bs))._convert_run(read_only(xs), 0, nblk, bs, last, r, y, 0, t, True, ss, 1, em, legacy)
     assert np.array_equal(ss, ref_ss) and np.array_equal(r.view(np.uint32), ref_r.view(np.uint32))
     assert np.array_equal(y, ref_y) and np.array_equal(t, ref_t)
     assert set(t) >= ({0, 2} if fp4 else {0, 1, 2}), sorted(set(t))       # every pass taken

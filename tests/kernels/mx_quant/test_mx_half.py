@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from mx_refs import DSTS, RECIPS_F32, reference, sweep_layout
+from npu_emu.device.read_only import read_only
 from npu_emu.kernels.mx_quant import api, common as C, kernel as K, launch as L
 
 Y_DTYPE = {K.D_E4M3: "float8_e4m3fn", K.D_E5M2: "float8_e5m2", K.D_E2M1: "float4_e2m1", K.D_E1M2: "float4_e1m2"}
@@ -19,7 +20,7 @@ def _params(dst, **kw):
                 legacy=False, signed_zero=True, ftz=False, nan_in_max="keep", fp4_nibble_order="low_first",
                 dynamic=True, faithful=False)
     args.update(kw)
-    return C.make_params(**args)
+    return read_only(C.make_params(**args))          # read-only, as launch passes it: the kernels' signatures
 
 
 def test_plain_fp16_calls_take_m_half():
@@ -59,7 +60,7 @@ def test_half_statistics_equal_the_per_element_keys(alg):
     keys: 256 columns x 256 rows, column j holding the 256 patterns whose high byte is j (zeros and subnormals,
     each exponent, Inf and NaN payloads, both signs: a different maximum per column); the row-block loop of
     _row_blocks equals them block by block."""
-    xs = np.arange(1 << 16, dtype=np.uint16).reshape(256, 256).T.copy().reshape(-1)
+    xs = read_only(np.arange(1 << 16, dtype=np.uint16).reshape(256, 256).T.copy().reshape(-1))
     half = L.device(K.D_E4M3, K.M_HALF, L.W_COLS)
     assert half._half_keys(alg, False)
     got, ref = np.full(256, -1, np.int64), np.full(256, -2, np.int64)
@@ -71,7 +72,7 @@ def test_half_statistics_equal_the_per_element_keys(alg):
     want = keys.reshape(-1, 32).max(axis=1)
     rows = L.device(K.D_E4M3, K.M_HALF, L.W_ROWS32)
     scr = np.full(want.size, -1, np.int64)
-    rows._row_blocks(np.arange(1 << 16, dtype=np.uint16), 0, want.size, 32, 32, 0, np.empty(1 << 16, np.uint8), 0,
+    rows._row_blocks(read_only(np.arange(1 << 16, dtype=np.uint16)), 0, want.size, 32, 32, 0, np.empty(1 << 16, np.uint8), 0,
                      np.empty(want.size, np.uint8), 0, scr, np.empty(want.size, np.float32), np.empty(0, np.int8),
                      _params(K.D_E4M3, alg=alg), np.float32(1.0), np.float32(0.0))
     assert np.array_equal(scr, want)
