@@ -216,7 +216,7 @@ def _row_chunked(x, y, scale, offset, r, L, td, buf, tmp, ti, tu, sm, has_smooth
         scale[r] = s
         offset[r] = o
     else:
-        q, s = _scale(mxu, True, True, div_model)
+        q, s = _scale(mxu, np.bool_(True), np.bool_(True), div_model)    # _row's types: one compile of _scale
         scale[r] = s
     for c in range(nch):
         c0 = c * ele

@@ -90,7 +90,7 @@ def walk_blocks(walk, group_m, out):
     n = walk[W_N]
     pos = 0
     for core in range(cores):
-        count = 0
+        count = np.int64(0)                      # int64: block_idx's one signature (a literal 0 is another)
         for g in range(group_m.size):
             m = group_m[g]
             if m <= 0:
@@ -190,7 +190,7 @@ def gmm_epilogue_kernel(walk, group_m, group_row, acc_i, acc_f, scale, pt, bias_
     for core in prange(cores):
         work = np.empty(base_n, np.float32)
         o8 = np.empty(4 * base_n, np.uint8)
-        count = 0
+        count = np.int64(0)                      # int64: block_idx's one signature (a literal 0 is another)
         for g in range(group_m.size):
             m = group_m[g]
             if m <= 0:
