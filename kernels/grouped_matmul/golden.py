@@ -234,8 +234,8 @@ def _round_f32(fr):
 
 
 def grouped_matmul_float(x, weight, group_list, *, group_list_type=0, bias=None, fill=0):
-    """Plain bf16/fp16 under float_accum="exact": y = round_out(RN32(exact sum + bias)); small shapes only
-    (python fractions)."""
+    """Plain bf16/fp16 under float_accum="exact": y = round_out(RN32(exact sum + bias)); small shapes only (one
+    Python fsum per output element, _exact_f32)."""
     x = np.asarray(x)
     weight = np.asarray(weight)
     m_total, n = x.shape[0], weight.shape[-1]

@@ -1,7 +1,7 @@
 """Independent plain-numpy references of the GroupedMatmul MX and antiquant modes (docs/ops/grouped_matmul.md §10,
 §11), written from the semantics: never calls the kernels, the instruction layer or npu_emu's codecs (ml_dtypes
-decodes fp8 / bf16 / fp4 E2M1, ``e1m2`` the FLOAT4_E1M2 codes from the format, numpy does fp16, python fractions
-the exact sums of golden.py)."""
+decodes fp8 / bf16 / fp4 E2M1, ``e1m2`` the FLOAT4_E1M2 codes from the format, numpy does fp16, math.fsum (or
+Python fractions) the exact sums of golden.py)."""
 
 import ml_dtypes
 import numpy as np
