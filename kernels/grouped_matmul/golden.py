@@ -151,7 +151,7 @@ def _exact_f32(a, b, bias_row=None):
     When every operand has at most 24 significant bits and a magnitude in [2^-500, 2^500] (bf16, fp16, FP8 and FP4
     values times E8M0 scales all do), each product is exact in float64 and ``math.fsum`` returns the correctly
     rounded float64 of the exact sum; a float32 tie is then settled by the sign of the exact sum less the float32
-    midpoint, again through fsum. Otherwise the sums run on Python fractions (slow: about 100 times)."""
+    midpoint, again through fsum. Otherwise the sums run on Python fractions (about 100 times slower)."""
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)
     bias = None if bias_row is None else np.asarray(bias_row, np.float64)

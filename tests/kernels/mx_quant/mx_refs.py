@@ -40,7 +40,7 @@ def reference(xs, recips, rrs, rcs, rows, cols, dst, xk, bf16_mul, ys):
         def ref(xs, recips, rrs, rcs, rows, cols, bf16_mul, ys):
             for r in range(rows):
                 for j in range(cols):
-                    # typed as the kernels call it (int64 and bool, not literals): one compiled _enc_one for both
+                    # typed as the kernels call it (int64 and bool, not literals): they share one compiled _enc_one
                     c = enc(np.int64(xs[r * cols + j]), np.int64(xk), recips[r * rrs + j * rcs], np.int64(CAST_RINT),
                             np.bool_(False), bf16_mul, np.bool_(True))
                     if fp4:
