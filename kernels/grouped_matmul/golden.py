@@ -177,24 +177,11 @@ def _exact_products(v):
 
 
 def _rn32_of_sum(terms):
-    """RNE float32 of the exact sum of the float64 ``terms`` (the steps of _round_f32, with fsum for fractions)."""
+    """RNE float32 of the exact sum of the float64 ``terms``: fsum rounds it to float64, fsum again gives the sign
+    of the exact sum less a float32 midpoint (the midpoint is exact in float64)."""
     import math
 
-    d = math.fsum(terms)
-    if d == 0:
-        return np.float32(0.0)
-    with np.errstate(over="ignore"):
-        f = np.float32(d)
-    if float(f) == d or not np.isfinite(f):
-        return f
-    lo = np.float32(np.nextafter(f, np.float32(-np.inf))) if float(f) > d else f
-    hi = np.nextafter(lo, np.float32(np.inf))
-    above = math.fsum(terms + [-(float(lo) + float(hi)) / 2])     # the midpoint is exact in float64
-    if above < 0:
-        return lo
-    if above > 0:
-        return hi
-    return lo if (int(np.float32(lo).view(np.uint32)) & 1) == 0 else hi
+    return _rn32(math.fsum(terms), lambda mid: math.fsum(terms + [-mid]))
 
 
 def _exact_f32_fractions(a, b, bias_row=None):
@@ -216,19 +203,27 @@ def _exact_f32_fractions(a, b, bias_row=None):
 
 
 def _round_f32(fr):
-    """RNE float32 of a Fraction (via float64 when exact enough: Fraction -> float is correctly rounded to
-    float64, and a float64 tie of float32 is resolved with the exact remainder)."""
-    d = float(fr)
-    f = np.float32(d)
+    """RNE float32 of a Fraction (Fraction -> float is correctly rounded to float64)."""
+    from fractions import Fraction
+
+    return _rn32(float(fr), lambda mid: fr - Fraction(mid))
+
+
+def _rn32(d, above):
+    """RNE float32 of an exact value x given d = RN64(x) and ``above(mid)``, whose sign is that of x - mid for a
+    float64 ``mid``: a float64 tie of float32 is resolved with the exact value. Exact zero gives +0."""
+    if d == 0:
+        return np.float32(0.0)
+    with np.errstate(over="ignore"):
+        f = np.float32(d)
     if float(f) == d or not np.isfinite(f):
         return f
     lo = np.float32(np.nextafter(f, np.float32(-np.inf))) if float(f) > d else f
     hi = np.nextafter(lo, np.float32(np.inf))
-    from fractions import Fraction
-    mid = (Fraction(float(lo)) + Fraction(float(hi))) / 2
-    if fr < mid:
+    side = above((float(lo) + float(hi)) / 2)         # the midpoint of two float32 values is exact in float64
+    if side < 0:
         return lo
-    if fr > mid:
+    if side > 0:
         return hi
     return lo if (int(np.float32(lo).view(np.uint32)) & 1) == 0 else hi
 
